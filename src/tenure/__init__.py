@@ -1,0 +1,25 @@
+"""tenure: a durable job queue with fenced leases and exactly-once settlement.
+
+Embedded on one SQLite file by default; PostgreSQL for many workers on many hosts, with the
+same API and the same guarantees.
+"""
+
+from __future__ import annotations
+
+from .errors import TenureError
+from .records import STATES, Checkpoint, Claim, Job, Lease, Page, SweepResult
+from .store import Store, connect
+
+__all__ = [
+    "STATES", "Checkpoint", "Claim", "Job", "Lease", "Page", "Store", "SweepResult", "TenureError",
+    "connect", "App",
+]
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name == "App":
+        from .app import App
+
+        return App
+    raise AttributeError(name)

@@ -1,0 +1,227 @@
+"""The engine boundary: what a database must do for tenure, and nothing about queue semantics.
+
+An :class:`Engine` owns connections, migrations and wake-up; a :class:`Session` is one
+connection (inside or outside a transaction) with Noun+Verb methods, one per query. The
+semantics (the fence's classification, backoff, dead letters, policies) live above, in
+:mod:`tenure.jobs`, written once for every engine.
+
+Rows cross the boundary as tuples in :data:`JOB_COLUMNS` order (JSON columns still as
+text), so the semantics layer never sees a driver type. ``now`` is an epoch-ms int or
+``None``; ``None`` means "the database's clock" (PostgreSQL) or the wall clock (SQLite).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+#: Column order of every job row that crosses the boundary. The first 21 are the public
+#: :class:`tenure.Job` fields, in field order; ``lease_token`` is last and never leaves
+#: :mod:`tenure.jobs`.
+JOB_COLUMNS: tuple[str, ...] = (
+    "id", "kind", "payload", "state", "run_at", "attempts", "max_attempts", "lease_until",
+    "lease_owner", "lease_generation", "last_error", "result", "created_at", "updated_at",
+    "queue", "priority", "timeout_ms", "singleton_key", "group_key", "dead_letter", "origin_id",
+    "lease_token",
+)
+TOKEN_INDEX = len(JOB_COLUMNS) - 1
+JobRow = tuple  # a row in JOB_COLUMNS order
+
+
+@dataclass(slots=True)
+class NewJob:
+    """One row to insert. ``run_at`` None means ``now + delay_ms`` on the engine's clock."""
+
+    id: str
+    kind: str
+    payload: str | None
+    queue: str
+    priority: int
+    run_at: int | None
+    delay_ms: int
+    max_attempts: int
+    timeout_ms: int | None = None
+    singleton_key: str | None = None
+    singleton_on: int | None = None
+    policy: str = "standard"
+    group_key: str | None = None
+    dead_letter: str | None = None
+    origin_id: str | None = None
+    retry_delay_ms: int | None = None
+    retry_backoff: bool | None = None
+    retry_delay_max_ms: int | None = None
+    keep_until: int | None = None
+    delete_after_ms: int | None = None
+    last_error: str | None = None
+
+
+@dataclass(slots=True)
+class Settle:
+    """One fenced settlement in a batch: complete (``result``) or fail (``error``, ``delay_ms``).
+
+    For a failure, ``delay_ms`` is the backoff before the next eligible claim; the engine turns the
+    row ``dead`` instead when ``attempts >= max_attempts`` (or ``dead`` is True).
+    """
+
+    job_id: str
+    token: str
+    result: str | None = None
+    error: str | None = None
+    delay_ms: int = 0
+    dead: bool = False
+    generation: int = 0
+    #: ``0.5 + random/2``: applied by the engine to a queue's own exponential retry policy.
+    jitter: float = 1.0
+
+
+class Session(abc.ABC):
+    """One connection's worth of queries. Not thread-safe; obtained from an :class:`Engine`."""
+
+    dialect: str
+
+    # -- clock --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def now_ms(self) -> int:
+        """The engine's clock in epoch ms (the database's own clock on PostgreSQL)."""
+
+    # -- jobs ----------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def job_insert(self, jobs: Sequence[NewJob], now: int | None) -> list[tuple[str, bool]]:
+        """Insert jobs; an existing id (or a unique-policy duplicate) changes nothing.
+        Answers ``(id, inserted)`` per input, where a duplicate answers the EXISTING id."""
+
+    @abc.abstractmethod
+    def job_get(self, job_id: str) -> JobRow | None:
+        """The row (with its token) or None."""
+
+    @abc.abstractmethod
+    def job_claim(
+        self, *, kinds: Sequence[str] | None, queues: Sequence[str] | None, owner: str,
+        lease_ms: int, now: int | None, limit: int,
+    ) -> list[JobRow]:
+        """ONE guarded statement: lease up to ``limit`` eligible jobs, minting a token each,
+        ``generation+1``, ``attempts+1``; order ``priority DESC, run_at, created_at, id``.
+        Eligible: pending/failed with ``run_at <= now``, or leased with ``lease_until <= now``;
+        kind in ``kinds`` (None: any); queue in ``queues`` (None: any) and not paused; queue
+        and group concurrency limits respected."""
+
+    @abc.abstractmethod
+    def job_renew(self, job_id: str, token: str, lease_ms: int, now: int | None) -> JobRow | None:
+        """Fenced: new token and expiry, same generation. None when the fence refuses."""
+
+    @abc.abstractmethod
+    def job_complete(self, items: Sequence[Settle], now: int | None) -> set[str]:
+        """Fenced completions; answers the ids that settled. Prunes each settled job's
+        checkpoints of generations <= the settling one, in the same transaction."""
+
+    @abc.abstractmethod
+    def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
+        """Fenced failures; answers the settled rows (state ``failed`` or ``dead``)."""
+
+    @abc.abstractmethod
+    def job_cancel(self, job_id: str, token: str | None, now: int | None) -> JobRow | None:
+        """With a token: fenced cancel of the claimed job. Without: cancel a queued job
+        (pending, failed, or leased with an expired lease). None when nothing matched."""
+
+    @abc.abstractmethod
+    def job_requeue(self, job_id: str, now: int | None) -> JobRow | None:
+        """failed/dead/cancelled/expired-leased -> pending at now, token cleared; None otherwise."""
+
+    @abc.abstractmethod
+    def job_counts(self) -> dict[str, int]:
+        """Rows per state (states with no rows may be missing)."""
+
+    @abc.abstractmethod
+    def job_page(self, *, state: str | None, kind: str | None, queue: str | None, after: str | None,
+                 limit: int) -> list[JobRow]:
+        """Keyset page by id ascending."""
+
+    @abc.abstractmethod
+    def job_sweep(self, settled_before: int, limit: int) -> int:
+        """Delete up to ``limit`` done/dead/cancelled jobs with ``updated_at < settled_before``,
+        oldest first, with their checkpoints, in one transaction; answers how many."""
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def checkpoint_save(self, run_id: str, node_id: str, value: str, generation: int, token: str,
+                        now: int | None) -> bool:
+        """Fenced upsert of one node value; False when the fence refuses (nothing written)."""
+
+    @abc.abstractmethod
+    def checkpoint_list(self, run_id: str, max_generation: int) -> list[tuple[str, str, int]]:
+        """``(node_id, value, generation)`` for generations <= ``max_generation``."""
+
+    # -- application SQL (outbox, handler transactions) ----------------------------------------
+    @abc.abstractmethod
+    def execute(self, sql: str, params: Any = None) -> Any:
+        """Run the application's own SQL on this session's connection; answers the cursor."""
+
+    @property
+    @abc.abstractmethod
+    def connection(self) -> Any:
+        """The driver connection (sqlite3.Connection / psycopg.Connection) for user code."""
+
+
+class Watcher(abc.ABC):
+    """Cross-process wake-up: blocks until the jobs table may have new eligible work."""
+
+    @abc.abstractmethod
+    def wait(self, timeout: float) -> bool:
+        """True when woken by a change, False on timeout."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+class Engine(abc.ABC):
+    """A database tenure can run on. Subclasses live in ``tenure.engine.<dialect>``."""
+
+    dialect: str
+    #: True when root calls must wait for an open application transaction in this process
+    #: (SQLite: one writer; the store gate serialises). False on PostgreSQL (MVCC).
+    exclusive_gate: bool
+
+    @abc.abstractmethod
+    def open(self) -> None:
+        """Connect and migrate (under a lock where several processes may race)."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def session(self) -> AbstractContextManager[Session]:
+        """A session for one root call, autocommitting each statement."""
+
+    @abc.abstractmethod
+    def transaction(self) -> AbstractContextManager[Session]:
+        """A session inside one write transaction: committed on normal exit, rolled back on error."""
+
+    @abc.abstractmethod
+    def adopt(self, connection: Any) -> Session:
+        """A session over the caller's own driver connection (the outbox ``conn=`` form); the
+        caller owns its transaction."""
+
+    @abc.abstractmethod
+    def watcher(self) -> Watcher:
+        """A new cross-process wake-up watcher."""
+
+    @abc.abstractmethod
+    def reset_for_tests(self) -> None:
+        """Empty every tenure table (tests only)."""
+
+    @abc.abstractmethod
+    def classify(self, exc: BaseException) -> BaseException:
+        """Map a driver exception to a coded :class:`tenure.errors.StorageError` (or return
+        ``exc`` unchanged when it is already coded or not a driver error)."""
+
+    def describe(self) -> str:
+        """A human description with no secret in it (for banners and logs)."""
+        return self.dialect
+
+
+def iter_chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(seq), size):
+        yield seq[i : i + size]

@@ -1,0 +1,502 @@
+"""The SQLite engine: one file, WAL, one shared connection per process behind the store gate.
+
+Why one connection: SQLite has one writer per file. Inside a process, tenure serialises its own
+statements on a lock (the gate) instead of letting threads collide on ``SQLITE_BUSY`` and sleep
+in SQLite's busy handler; across processes, the bounded busy timeout arbitrates. The gate is also
+what makes a root call wait for an open application transaction (JOBS-FORMAT §3, "Ownership").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from ...errors import (
+    InvalidURL,
+    ReadOnlyStore,
+    SchemaTooNew,
+    StorageError,
+    StorageFull,
+    StoreBusy,
+    StoreClosed,
+    StoreUnavailable,
+    TenureError,
+)
+from ..base import Engine, JobRow, NewJob, Session, Settle, Watcher
+from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
+from . import queries as Q
+from .insights import SQLiteInsightsMixin
+from .maintenance import SQLiteMaintenanceMixin
+from .queues import SQLiteQueuesMixin
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMixin, Session):
+    dialect = "sqlite"
+    __slots__ = ("_conn", "_limits_cache")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    # -- clock --------------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return _wall_ms()
+
+    # -- jobs ----------------------------------------------------------------------------------
+    def job_insert(self, jobs: Sequence[NewJob], now: int | None) -> list[tuple[str, bool]]:
+        now = _wall_ms() if now is None else now
+        conn = self._conn
+        out: list[tuple[str, bool]] = []
+        if len(jobs) > 1 and all(j.singleton_key is None for j in jobs):
+            before = conn.total_changes
+            conn.executemany(Q.INSERT, [_insert_params(j, now) for j in jobs])
+            if conn.total_changes - before == len(jobs):
+                return [(j.id, True) for j in jobs]
+            # Some ids existed: answer per job (the rows are written; only the flags are unknown).
+            return [(j.id, conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone()
+                     is not None and False) for j in jobs]
+        for j in jobs:
+            before = conn.total_changes
+            conn.execute(Q.INSERT, _insert_params(j, now))
+            if conn.total_changes - before == 1:
+                out.append((j.id, True))
+                continue
+            if conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone():
+                out.append((j.id, False))
+                continue
+            row = conn.execute(Q.FIND_SINGLETON, {"queue": j.queue, "singleton_key": j.singleton_key,
+                                                  "singleton_on": j.singleton_on}).fetchone()
+            out.append((row[0] if row else j.id, False))
+        return out
+
+    def job_get(self, job_id: str) -> JobRow | None:
+        return self._conn.execute(Q.GET, (job_id,)).fetchone()
+
+    def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit) -> list[JobRow]:
+        now = _wall_ms() if now is None else now
+        conn = self._conn
+        limits = conn.execute(Q.QUEUE_LIMITS).fetchall()
+        if limits and queues is not None:
+            limits = [lim for lim in limits if lim[0] in queues]
+        if not limits:
+            return conn.execute(_claim_sql(kinds, queues, ()), _claim_params(
+                kinds, queues, owner, lease_ms, now, limit)).fetchall()
+        # Limited queues: claim inside one write transaction, so counting and leasing cannot be
+        # raced by another process (SQLite has one writer).
+        own_tx = not conn.in_transaction
+        if own_tx:
+            conn.execute("BEGIN IMMEDIATE")
+        try:
+            limited = [lim[0] for lim in limits]
+            rows = conn.execute(_claim_sql(kinds, queues, limited), _claim_params(
+                kinds, queues, owner, lease_ms, now, limit, limited)).fetchall()
+            for name, conc, group_limit in limits:
+                while len(rows) < limit:
+                    if conc is not None:
+                        leased = conn.execute(Q.LEASED_IN_QUEUE, (name, now)).fetchone()[0]
+                        if leased >= conc:
+                            break
+                    params = _claim_params(kinds, [name], owner, lease_ms, now, 1)
+                    if group_limit is not None:
+                        full = [r[0] for r in conn.execute(Q.SATURATED_GROUPS, (name, now, group_limit))]
+                        params["full_groups"] = json.dumps(full)
+                    sql = _claim_sql(kinds, [name], (), one_queue=True,
+                                     group_filter=group_limit is not None)
+                    got = conn.execute(sql, params).fetchall()
+                    if not got:
+                        break
+                    rows.extend(got)
+            if own_tx:
+                conn.execute("COMMIT")
+            return rows
+        except BaseException:
+            if own_tx and conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
+        now = _wall_ms() if now is None else now
+        return self._conn.execute(Q.RENEW, {"id": job_id, "token": token, "lease_ms": lease_ms,
+                                            "now": now}).fetchone()
+
+    def job_complete(self, items: Sequence[Settle], now: int | None) -> set[str]:
+        now = _wall_ms() if now is None else now
+        conn = self._conn
+        done: set[str] = set()
+        with _atomic(conn):
+            for it in items:
+                row = conn.execute(Q.COMPLETE, {"id": it.job_id, "token": it.token, "result": it.result,
+                                                "now": now}).fetchone()
+                if row is not None:
+                    done.add(it.job_id)
+                    conn.execute(Q.PRUNE_CHECKPOINTS, (it.job_id, row[0]))
+        return done
+
+    def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
+        now = _wall_ms() if now is None else now
+        conn = self._conn
+        out = []
+        with _atomic(conn):
+            for it in items:
+                row = conn.execute(Q.FAIL, {"id": it.job_id, "token": it.token, "error": it.error,
+                                            "delay_ms": it.delay_ms, "dead": 1 if it.dead else 0, "jitter": it.jitter,
+                                            "now": now}).fetchone()
+                if row is not None:
+                    out.append(row)
+        return out
+
+    def job_cancel(self, job_id, token, now) -> JobRow | None:
+        now = _wall_ms() if now is None else now
+        if token is None:
+            return self._conn.execute(Q.CANCEL_QUEUED, {"id": job_id, "now": now}).fetchone()
+        return self._conn.execute(Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone()
+
+    def job_requeue(self, job_id, now) -> JobRow | None:
+        now = _wall_ms() if now is None else now
+        return self._conn.execute(Q.REQUEUE, {"id": job_id, "now": now}).fetchone()
+
+    def job_counts(self) -> dict[str, int]:
+        return dict(self._conn.execute(Q.COUNTS).fetchall())
+
+    def job_page(self, *, state, kind, queue, after, limit) -> list[JobRow]:
+        return self._conn.execute(Q.PAGE, {"state": state, "kind": kind, "queue": queue,
+                                           "after": after, "limit": limit}).fetchall()
+
+    def job_sweep(self, settled_before: int, limit: int) -> int:
+        conn = self._conn
+        with _atomic(conn):
+            ids = [r[0] for r in conn.execute(Q.SWEEP_SELECT, {"before": settled_before, "limit": limit})]
+            if not ids:
+                return 0
+            payload = json.dumps(ids)
+            conn.execute(Q.SWEEP_DELETE_CHECKPOINTS, {"ids": payload})
+            conn.execute(Q.SWEEP_DELETE_JOBS, {"ids": payload})
+        return len(ids)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def checkpoint_save(self, run_id, node_id, value, generation, token, now) -> bool:
+        now = _wall_ms() if now is None else now
+        cur = self._conn.execute(Q.CHECKPOINT_SAVE, {"run_id": run_id, "node_id": node_id, "value": value,
+                                                     "generation": generation, "token": token, "now": now})
+        return cur.rowcount == 1
+
+    def checkpoint_list(self, run_id, max_generation):
+        return self._conn.execute(Q.CHECKPOINT_LIST, (run_id, max_generation)).fetchall()
+
+    # -- application SQL -------------------------------------------------------------------
+    def execute(self, sql: str, params: Any = None) -> Any:
+        return self._conn.execute(sql, params if params is not None else ())
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        return self._conn
+
+
+def _insert_params(j: NewJob, now: int) -> dict[str, Any]:
+    return {
+        "id": j.id, "kind": j.kind, "payload": j.payload, "run_at": j.run_at, "delay_ms": j.delay_ms,
+        "now": now, "max_attempts": j.max_attempts, "queue": j.queue, "priority": j.priority,
+        "timeout_ms": j.timeout_ms, "singleton_key": j.singleton_key, "singleton_on": j.singleton_on,
+        "policy": j.policy, "group_key": j.group_key, "dead_letter": j.dead_letter,
+        "origin_id": j.origin_id, "retry_delay_ms": j.retry_delay_ms,
+        "retry_backoff": None if j.retry_backoff is None else int(j.retry_backoff),
+        "retry_delay_max_ms": j.retry_delay_max_ms, "keep_until": j.keep_until,
+        "delete_after_ms": j.delete_after_ms, "last_error": j.last_error,
+    }
+
+
+_CLAIM_CACHE: dict[tuple, str] = {}
+
+
+def _claim_sql(kinds, queues, excluded: Sequence[str], one_queue: bool = False,
+               group_filter: bool = False) -> str:
+    """The claim statement for this shape of call (cached: the text depends only on the shape)."""
+    one = one_queue or (queues is not None and len(queues) == 1)
+    key = (kinds is None, queues is None, one, bool(excluded), group_filter)
+    sql = _CLAIM_CACHE.get(key)
+    if sql is None:
+        if one:
+            queue_filter, index = Q.ONE_QUEUE_FILTER, Q.INDEX_QUEUE
+        elif queues is None:
+            queue_filter, index = "", Q.INDEX_ANY
+        else:
+            queue_filter, index = Q.QUEUE_FILTER, Q.INDEX_ANY
+        if excluded:
+            queue_filter += " AND j.queue NOT IN (SELECT value FROM json_each(:excluded))"
+        if group_filter:
+            queue_filter += (" AND (j.group_key IS NULL OR j.group_key NOT IN"
+                             " (SELECT value FROM json_each(:full_groups)))")
+        sql = Q.CLAIM.format(index=index, kind_filter="" if kinds is None else Q.KIND_FILTER,
+                             queue_filter=queue_filter)
+        _CLAIM_CACHE[key] = sql
+    return sql
+
+
+def _claim_params(kinds, queues, owner, lease_ms, now, limit, excluded=()) -> dict[str, Any]:
+    params: dict[str, Any] = {"owner": owner, "lease_ms": lease_ms, "now": now, "limit": limit}
+    if kinds is not None:
+        params["kinds"] = json.dumps(list(kinds))
+    if queues is not None:
+        if len(queues) == 1:
+            params["queue"] = queues[0]
+        else:
+            params["queues"] = json.dumps(list(queues))
+    if excluded:
+        params["excluded"] = json.dumps(list(excluded))
+    return params
+
+
+@contextmanager
+def _atomic(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction, or a no-op inside the caller's open one."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+class SQLiteWatcher(Watcher):
+    """Polls ``PRAGMA data_version`` on a private connection: it changes when ANY other
+    connection (another process, or this process's shared one) commits. Cheap: no table read."""
+
+    def __init__(self, path: str, uri: bool, interval: float) -> None:
+        self._conn = sqlite3.connect(path, uri=uri, check_same_thread=False, isolation_level=None)
+        self._interval = interval
+        self._last = self._version()
+        self._closed = threading.Event()
+
+    def _version(self) -> int:
+        return self._conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self._closed.is_set():
+            try:
+                v = self._version()
+            except sqlite3.Error:
+                return False
+            if v != self._last:
+                self._last = v
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if self._closed.wait(min(self._interval, remaining)):
+                return False
+        return False
+
+    def close(self) -> None:
+        self._closed.set()
+        try:
+            self._conn.close()
+        except sqlite3.Error:
+            pass
+
+
+class SQLiteEngine(Engine):
+    dialect = "sqlite"
+    exclusive_gate = True
+
+    def __init__(self, url: str, *, busy_timeout_ms: int | None = None, durable: bool | None = None,
+                 watch_interval: float = 0.002) -> None:
+        parts = urlsplit(url)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        raw_path = unquote((parts.netloc or "") + parts.path)
+        if raw_path.startswith("/") and not parts.netloc:
+            raw_path = raw_path[1:] if raw_path.startswith("//") else raw_path
+        # sqlite:///rel.db -> "rel.db" is spelled "/rel.db" by urlsplit; sqlite:////abs -> "//abs".
+        path = parts.path
+        if path.startswith("//"):
+            path = path[1:]
+        elif path.startswith("/"):
+            path = path[1:]
+        if parts.netloc == ":memory:" or path == ":memory:":
+            path = ":memory:"
+        if not path:
+            raise InvalidURL("a sqlite URL needs a file: sqlite:///tenure.db or sqlite:////abs/path.db")
+        self.path = unquote(path)
+        self.read_only = query.get("mode") == "ro"
+        self.busy_timeout_ms = int(busy_timeout_ms if busy_timeout_ms is not None
+                                   else query.get("busy_timeout_ms", 5000))
+        self.durable = durable if durable is not None else query.get("durable") in ("1", "true", "yes")
+        self.watch_interval = watch_interval
+        self.gate = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    def describe(self) -> str:
+        return f"sqlite:///{self.path}"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        if self.read_only:
+            target, uri = f"file:{self.path}?mode=ro", True
+        else:
+            target, uri = self.path, False
+        conn = sqlite3.connect(target, uri=uri, timeout=self.busy_timeout_ms / 1000,
+                               check_same_thread=False, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+        if not self.read_only and self.path != ":memory:":
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if mode.lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {'FULL' if self.durable else 'NORMAL'}")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("PRAGMA cache_size = -16000")
+        return conn
+
+    def open(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        try:
+            conn = self._connect()
+            self._migrate(conn)
+        except TenureError:
+            raise
+        except sqlite3.Error as exc:
+            err = self.classify(exc)
+            if isinstance(err, ReadOnlyStore):
+                raise ReadOnlyStore(
+                    f"cannot create tenure's tables in {self.path!r}: the database is read-only") from exc
+            raise err from exc
+        self._conn = conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        migrations = load_migrations(__package__)
+        latest = migrations[-1].version
+        have_table = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='tenure_migrations'").fetchone()
+        if have_table:
+            applied = {r[0] for r in conn.execute("SELECT version FROM tenure_migrations")}
+            if applied and max(applied) > latest:
+                raise SchemaTooNew(f"{self.path!r} has tenure schema version {max(applied)}; this tenure "
+                                   f"knows up to {latest}: {LATEST_VERSION_HINT}")
+            if applied >= {m.version for m in migrations}:
+                return
+        if self.read_only:
+            raise ReadOnlyStore(f"cannot create tenure's tables in {self.path!r}: opened read-only")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(Q.MIGRATIONS_TABLE)
+            applied = {r[0] for r in conn.execute("SELECT version FROM tenure_migrations")}
+            for mig in migrations:
+                if mig.version in applied:
+                    continue
+                for stmt in split_statements(mig.sql):
+                    if _column_exists(conn, stmt):
+                        continue  # presence check: a column added by hand or a prior partial run
+                    conn.execute(stmt)
+                conn.execute("INSERT INTO tenure_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                             (mig.version, mig.name, _wall_ms()))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._closed = True
+        with self.gate:
+            if self._conn is not None:
+                try:
+                    self._conn.close()
+                finally:
+                    self._conn = None
+
+    # -- sessions ----------------------------------------------------------------------------
+    def _live(self) -> sqlite3.Connection:
+        conn = self._conn
+        if conn is None:
+            raise StoreClosed("the store is closed")
+        return conn
+
+    @contextmanager
+    def session(self) -> Iterator[SQLiteSession]:
+        with self.gate:
+            conn = self._live()
+            try:
+                yield SQLiteSession(conn)
+            finally:
+                if conn.in_transaction:  # a failed statement inside an implicit batch
+                    conn.execute("ROLLBACK")
+
+    @contextmanager
+    def transaction(self) -> Iterator[SQLiteSession]:
+        with self.gate:
+            conn = self._live()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield SQLiteSession(conn)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def adopt(self, connection: Any) -> SQLiteSession:
+        if not isinstance(connection, sqlite3.Connection):
+            from ...errors import InvalidType
+
+            raise InvalidType(f"conn= must be a sqlite3.Connection on a SQLite store, got "
+                              f"{type(connection).__name__}")
+        return SQLiteSession(connection)
+
+    def watcher(self) -> SQLiteWatcher:
+        if self.path == ":memory:":
+            raise StorageError("cross-process watching needs a file, not :memory:")
+        if self.read_only:
+            return SQLiteWatcher(f"file:{self.path}?mode=ro", True, self.watch_interval)
+        return SQLiteWatcher(self.path, False, self.watch_interval)
+
+    def reset_for_tests(self) -> None:
+        with self.session() as s:
+            for t in Q.TABLES:
+                s.execute(f"DELETE FROM {t}")
+
+    def classify(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, TenureError) or not isinstance(exc, sqlite3.Error):
+            return exc
+        msg = str(exc).lower()
+        if isinstance(exc, sqlite3.ProgrammingError) and "closed" in msg:
+            return StoreClosed("the store is closed")
+        if "locked" in msg or "busy" in msg:
+            return StoreBusy(f"the database {self.path!r} stayed locked for more than "
+                             f"{self.busy_timeout_ms} ms (another process holds a write lock)")
+        if "readonly" in msg or "read-only" in msg:
+            return ReadOnlyStore(f"the database {self.path!r} is read-only")
+        if "full" in msg:
+            return StorageFull(f"the disk holding {self.path!r} is full; nothing was written")
+        if "unable to open" in msg or "disk i/o" in msg:
+            return StoreUnavailable(f"cannot open or read {self.path!r}: {exc}")
+        return StorageError(f"SQLite error on {self.path!r}: {exc}")
+
+
+def _column_exists(conn: sqlite3.Connection, stmt: str) -> bool:
+    words = stmt.split()
+    if len(words) >= 6 and [w.upper() for w in words[:2]] == ["ALTER", "TABLE"] and \
+            [w.upper() for w in words[3:5]] == ["ADD", "COLUMN"]:
+        table, column = words[2], words[5]
+        cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        return column in cols
+    return False
+
+
+def file_exists(path: str) -> bool:
+    return os.path.exists(path)

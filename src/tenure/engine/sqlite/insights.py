@@ -1,0 +1,7 @@
+"""SQLite read-only queries for the dashboard and metrics (throughput, queue depth per state)."""
+
+from __future__ import annotations
+
+
+class SQLiteInsightsMixin:
+    """Dashboard/metrics read methods of the SQLite session."""

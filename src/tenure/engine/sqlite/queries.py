@@ -1,0 +1,169 @@
+"""Every SQL statement the SQLite engine runs, by name. Parameters are ``:named``.
+
+Times are epoch ms. ``:kinds`` and ``:queues`` are JSON arrays (read with ``json_each``).
+"""
+
+from __future__ import annotations
+
+from ..base import JOB_COLUMNS
+
+COLS = ", ".join(JOB_COLUMNS)
+
+_ELIGIBLE_FILTERS = """
+       {kind_filter}
+       {queue_filter}
+       AND NOT EXISTS (SELECT 1 FROM tenure_queues q WHERE q.name = j.queue AND q.paused = 1)
+       AND (j.singleton_key IS NULL OR j.policy NOT IN ('singleton', 'stately')
+            OR NOT EXISTS (SELECT 1 FROM tenure_jobs a WHERE a.queue = j.queue
+                           AND a.singleton_key = j.singleton_key AND a.state = 'leased'
+                           AND a.lease_until > :now AND a.id <> j.id))
+"""
+
+# One guarded statement: pick eligible ids (pending/failed due, or leased-expired), then lease
+# them, minting a token per row. Queue and group concurrency limits are applied by the engine
+# (it shrinks :limit and excludes saturated groups) inside the same write transaction.
+CLAIM = f"""
+UPDATE tenure_jobs SET state = 'leased', lease_owner = :owner, lease_until = :now + :lease_ms,
+  lease_generation = lease_generation + 1, lease_token = lower(hex(randomblob(16))),
+  attempts = attempts + 1, updated_at = :now
+WHERE id IN (
+  SELECT id FROM (
+    SELECT * FROM (
+      SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j {{index}}
+      WHERE j.state IN ('pending', 'failed') AND j.run_at <= :now {_ELIGIBLE_FILTERS}
+      ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (
+      SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j
+      WHERE j.state = 'leased' AND j.lease_until <= :now {_ELIGIBLE_FILTERS}
+      ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)
+  ) ORDER BY priority DESC, run_at, created_at, id LIMIT :limit)
+RETURNING {COLS}
+"""
+
+KIND_FILTER = "AND j.kind IN (SELECT value FROM json_each(:kinds))"
+QUEUE_FILTER = "AND j.queue IN (SELECT value FROM json_each(:queues))"
+ONE_QUEUE_FILTER = "AND j.queue = :queue"
+INDEX_ANY = "INDEXED BY tenure_jobs_claim_any"
+INDEX_QUEUE = "INDEXED BY tenure_jobs_claim_queue"
+
+INSERT = """
+INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
+  created_at, updated_at, queue, priority, timeout_ms, singleton_key, singleton_on, policy, group_key,
+  dead_letter, origin_id, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms, last_error)
+VALUES (:id, :kind, :payload, 'pending', coalesce(:run_at, :now + :delay_ms), 0, :max_attempts, 0,
+  :now, :now, :queue, :priority, :timeout_ms, :singleton_key, :singleton_on, :policy, :group_key,
+  :dead_letter, :origin_id, :retry_delay_ms, :retry_backoff, :retry_delay_max_ms, :keep_until,
+  :delete_after_ms, :last_error)
+ON CONFLICT DO NOTHING
+"""
+
+FIND_SINGLETON = """
+SELECT id FROM tenure_jobs
+WHERE queue = :queue AND singleton_key = :singleton_key
+  AND (:singleton_on IS NULL OR singleton_on = :singleton_on)
+  AND state IN ('pending', 'failed', 'leased')
+ORDER BY created_at, id LIMIT 1
+"""
+
+GET = f"SELECT {COLS} FROM tenure_jobs WHERE id = ?"
+
+RENEW = f"""
+UPDATE tenure_jobs SET lease_until = :now + :lease_ms, lease_token = lower(hex(randomblob(16))),
+  updated_at = :now
+WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :now
+RETURNING {COLS}
+"""
+
+COMPLETE = """
+UPDATE tenure_jobs SET state = 'done', result = :result, lease_until = NULL, lease_owner = NULL,
+  updated_at = :now
+WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :now
+RETURNING lease_generation
+"""
+
+PRUNE_CHECKPOINTS = "DELETE FROM tenure_checkpoints WHERE run_id = ? AND generation <= ?"
+
+FAIL = f"""
+UPDATE tenure_jobs SET
+  state = CASE WHEN :dead OR attempts >= max_attempts THEN 'dead' ELSE 'failed' END,
+  run_at = CASE WHEN :dead OR attempts >= max_attempts THEN run_at
+    WHEN retry_delay_ms IS NULL THEN :now + :delay_ms
+    WHEN coalesce(retry_backoff, 0) = 0 THEN :now + retry_delay_ms
+    ELSE :now + CAST(min(coalesce(retry_delay_max_ms, 9000000000000000),
+                         retry_delay_ms << min(max(attempts - 1, 0), 40)) * :jitter AS INTEGER) END,
+  last_error = :error, lease_until = NULL, lease_owner = NULL, updated_at = :now
+WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :now
+RETURNING {COLS}
+"""
+
+CANCEL_LEASED = f"""
+UPDATE tenure_jobs SET state = 'cancelled', lease_until = NULL, lease_owner = NULL, lease_token = NULL,
+  updated_at = :now
+WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :now
+RETURNING {COLS}
+"""
+
+CANCEL_QUEUED = f"""
+UPDATE tenure_jobs SET state = 'cancelled', lease_until = NULL, lease_owner = NULL, lease_token = NULL,
+  updated_at = :now
+WHERE id = :id AND (state IN ('pending', 'failed') OR (state = 'leased' AND lease_until <= :now))
+RETURNING {COLS}
+"""
+
+REQUEUE = f"""
+UPDATE tenure_jobs SET state = 'pending', run_at = :now, lease_until = NULL, lease_owner = NULL,
+  lease_token = NULL, updated_at = :now
+WHERE id = :id AND (state IN ('failed', 'dead', 'cancelled') OR (state = 'leased' AND lease_until <= :now))
+RETURNING {COLS}
+"""
+
+COUNTS = "SELECT state, count(*) FROM tenure_jobs GROUP BY state"
+
+PAGE = f"""
+SELECT {COLS} FROM tenure_jobs
+WHERE (:state IS NULL OR state = :state) AND (:kind IS NULL OR kind = :kind)
+  AND (:queue IS NULL OR queue = :queue) AND (:after IS NULL OR id > :after)
+ORDER BY id LIMIT :limit
+"""
+
+SWEEP_SELECT = """
+SELECT id FROM tenure_jobs INDEXED BY tenure_jobs_settled
+WHERE state IN ('done', 'dead', 'cancelled') AND updated_at < :before
+ORDER BY updated_at, id LIMIT :limit
+"""
+SWEEP_DELETE_JOBS = "DELETE FROM tenure_jobs WHERE id IN (SELECT value FROM json_each(:ids))"
+SWEEP_DELETE_CHECKPOINTS = "DELETE FROM tenure_checkpoints WHERE run_id IN (SELECT value FROM json_each(:ids))"
+
+CHECKPOINT_SAVE = """
+INSERT INTO tenure_checkpoints (run_id, node_id, value, generation)
+SELECT :run_id, :node_id, :value, :generation FROM tenure_jobs
+WHERE id = :run_id AND state = 'leased' AND lease_token = :token AND lease_until > :now
+ON CONFLICT (run_id, node_id) DO UPDATE SET value = excluded.value, generation = excluded.generation
+"""
+
+CHECKPOINT_LIST = """
+SELECT node_id, value, generation FROM tenure_checkpoints
+WHERE run_id = ? AND generation <= ? ORDER BY node_id
+"""
+
+QUEUE_LIMITS = """
+SELECT name, concurrency_limit, group_limit FROM tenure_queues
+WHERE concurrency_limit IS NOT NULL OR group_limit IS NOT NULL
+"""
+LEASED_IN_QUEUE = "SELECT count(*) FROM tenure_jobs WHERE queue = ? AND state = 'leased' AND lease_until > ?"
+SATURATED_GROUPS = """
+SELECT group_key FROM tenure_jobs
+WHERE queue = ? AND group_key IS NOT NULL AND state = 'leased' AND lease_until > ?
+GROUP BY group_key HAVING count(*) >= ?
+"""
+
+MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS tenure_migrations (
+  version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)
+"""
+
+TABLES = (
+    "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
+    "tenure_leader", "tenure_workers",
+)

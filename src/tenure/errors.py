@@ -1,0 +1,262 @@
+"""The single table of tenure's errors.
+
+Every error tenure raises on purpose is a :class:`TenureError` with a stable
+``code``. Codes keep the JOBS-FORMAT seed's numbers under tenure's prefix
+(the seed's ``JD2066`` is ``TN2066``), so each one traces back to a row of
+the conformance checklist. ``docs/errors.md`` documents the same table.
+
+Argument errors subclass both :class:`TenureError` and the built-in
+``TypeError``/``ValueError`` so ``except ValueError`` keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TenureError",
+    "InvalidArgument",
+    "InvalidType",
+    "PayloadTooLarge",
+    "LeaseNotHeld",
+    "LeaseSuperseded",
+    "LeaseExpired",
+    "LeaseRequired",
+    "ResumeMismatch",
+    "ScopeSettled",
+    "NestedRootCall",
+    "HandlersLeftRunning",
+    "StoreClosed",
+    "ReadOnlyStore",
+    "StorageError",
+    "StoreBusy",
+    "StorageFull",
+    "StoreUnavailable",
+    "SchemaTooNew",
+    "InvalidURL",
+    "PageCancelled",
+    "DeadlineExceeded",
+    "QueueNotFound",
+    "QueueNotEmpty",
+    "InvalidSchedule",
+    "JobDead",
+    "JobCancelled",
+    "ResultTimeout",
+    "FENCE_CODES",
+    "ERROR_TABLE",
+]
+
+
+class TenureError(Exception):
+    """Base class of every coded tenure error. ``code`` never changes between releases."""
+
+    code: str = "TN0000"
+
+    def __init__(self, message: str = "", **details: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}" if self.message else self.code
+
+    def __reduce__(self):  # survive pickling across processes
+        return (_rebuild, (type(self), self.message, self.details))
+
+
+def _rebuild(cls: type[TenureError], message: str, details: dict) -> TenureError:
+    return cls(message, **details)
+
+
+# --- arguments -------------------------------------------------------------------------------
+
+
+class InvalidArgument(TenureError, ValueError):
+    """A value of the right type that tenure cannot accept (NaN ``run_at``, ``max_attempts=0``)."""
+
+    code = "TN1001"
+
+
+class InvalidType(TenureError, TypeError):
+    """An argument of the wrong type (a non-string kind, a handler that is not callable)."""
+
+    code = "TN1002"
+
+
+class PayloadTooLarge(InvalidArgument):
+    """A payload or result larger than the store's documented limit (1 MiB of JSON by default)."""
+
+    code = "TN1003"
+
+
+# --- the fence (JOBS-FORMAT §3, §9) -----------------------------------------------------------
+
+
+class LeaseNotHeld(TenureError):
+    """The job is not leased: unknown, or already settled by someone else (seed JD2065)."""
+
+    code = "TN2065"
+
+
+class LeaseSuperseded(TenureError):
+    """A newer claim or renewal holds the job; the message names both generations (seed JD2066)."""
+
+    code = "TN2066"
+
+
+class LeaseExpired(TenureError):
+    """The lease expired before the call; the message says by how long (seed JD2067)."""
+
+    code = "TN2067"
+
+
+class LeaseRequired(TenureError, TypeError):
+    """A settling call without the lease: the pre-fence ``(id, owner)`` spelling, a cancel of a
+    claimed job without its lease, or a requeue of a live lease (seed JD2068)."""
+
+    code = "TN2068"
+
+
+class ResumeMismatch(TenureError):
+    """A workflow resume disagrees with the revision, input hash or task versions it was
+    checkpointed under, or a legacy run has values but no task identity (seed JD2069)."""
+
+    code = "TN2069"
+
+
+class ScopeSettled(TenureError):
+    """A transaction-scoped view (``tx.jobs``, a tx-bound checkpoint store) used after its
+    transaction committed or rolled back (seed JD2070)."""
+
+    code = "TN2070"
+
+
+class NestedRootCall(TenureError):
+    """A root ``store.jobs`` call made inside the same thread's open ``store.transaction()``:
+    it would wait forever for a commit that cannot come. Use ``tx.jobs`` instead."""
+
+    code = "TN2071"
+
+
+class HandlersLeftRunning(TenureError):
+    """``store.close(grace)`` closed the store but handlers were still running (seed JD2062).
+    Raised after the close has happened: a report, not a refusal."""
+
+    code = "TN2062"
+
+
+class StoreClosed(TenureError):
+    """Any call on a store after ``close()`` (seed JD2063)."""
+
+    code = "TN2063"
+
+
+# --- storage classification -------------------------------------------------------------------
+
+
+class StorageError(TenureError):
+    """A storage failure tenure classified (never a raw driver exception)."""
+
+    code = "TN0001"
+
+
+class ReadOnlyStore(StorageError):
+    """The database cannot be written (read-only file or role), found at first use (seed JD0002)."""
+
+    code = "TN0002"
+
+
+class StoreBusy(StorageError):
+    """The database stayed locked past the store's bounded busy timeout."""
+
+    code = "TN0003"
+
+
+class StorageFull(StorageError):
+    """The disk (or the database's quota) is full; nothing from the failed call was written."""
+
+    code = "TN0004"
+
+
+class StoreUnavailable(StorageError):
+    """The database could not be reached, or the connection was lost mid-call."""
+
+    code = "TN0005"
+
+
+class SchemaTooNew(StorageError):
+    """The database was migrated by a newer tenure than this one; refuse rather than guess."""
+
+    code = "TN0006"
+
+
+class InvalidURL(TenureError, ValueError):
+    """The store URL names no engine tenure knows, or is malformed."""
+
+    code = "TN0007"
+
+
+# --- paging ------------------------------------------------------------------------------------
+
+
+class PageCancelled(TenureError):
+    """A page read stopped by its cancellation event (seed JD2072)."""
+
+    code = "TN2072"
+
+
+class DeadlineExceeded(TenureError):
+    """A page read whose deadline had passed (seed JD2075)."""
+
+    code = "TN2075"
+
+
+# --- queues, schedules, results ---------------------------------------------------------------
+
+
+class QueueNotFound(TenureError):
+    """The named queue does not exist."""
+
+    code = "TN3001"
+
+
+class QueueNotEmpty(TenureError):
+    """``queues.delete`` refused: the queue still has live jobs (pass ``force=True``)."""
+
+    code = "TN3002"
+
+
+class InvalidSchedule(TenureError, ValueError):
+    """A cron expression or time zone that cannot be used; the message names the bad field."""
+
+    code = "TN4001"
+
+
+class JobDead(TenureError):
+    """``handle.result()`` on a job whose attempts ran out; carries the last error."""
+
+    code = "TN2080"
+
+
+class JobCancelled(TenureError):
+    """``handle.result()`` on a cancelled job."""
+
+    code = "TN2081"
+
+
+class ResultTimeout(TenureError, TimeoutError):
+    """``handle.result(timeout=...)`` gave up before the job settled."""
+
+    code = "TN2082"
+
+
+FENCE_CODES = frozenset({LeaseNotHeld.code, LeaseSuperseded.code, LeaseExpired.code})
+
+ERROR_TABLE: dict[str, type[TenureError]] = {
+    cls.code: cls
+    for cls in [
+        InvalidArgument, InvalidType, PayloadTooLarge, LeaseNotHeld, LeaseSuperseded, LeaseExpired,
+        LeaseRequired, ResumeMismatch, ScopeSettled, NestedRootCall, HandlersLeftRunning, StoreClosed,
+        StorageError, ReadOnlyStore, StoreBusy, StorageFull, StoreUnavailable, SchemaTooNew, InvalidURL,
+        PageCancelled, DeadlineExceeded, QueueNotFound, QueueNotEmpty, InvalidSchedule, JobDead,
+        JobCancelled, ResultTimeout,
+    ]
+}

@@ -1,0 +1,546 @@
+"""Queue semantics, written once above the engine boundary (JOBS-FORMAT §2-§5, §9, §10).
+
+Every settling call is fenced: the engine runs one guarded statement, and when it matches nothing
+this module reads the row and says *why* with a coded refusal (:func:`refusal`). Nothing here is
+dialect-specific.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import _validate as v
+from .engine.base import TOKEN_INDEX, JobRow, NewJob, Session, Settle
+from .errors import (
+    DeadlineExceeded,
+    InvalidArgument,
+    InvalidType,
+    LeaseExpired,
+    LeaseNotHeld,
+    LeaseRequired,
+    LeaseSuperseded,
+    PageCancelled,
+    ScopeSettled,
+    TenureError,
+)
+from .records import Checkpoint, Claim, Job, Lease, Page, SweepResult
+
+if TYPE_CHECKING:
+    from .store import Store
+    from .worker import Worker
+
+DEFAULT_LEASE_MS = 30_000
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_BACKOFF_BASE_MS = 1_000
+DEFAULT_BACKOFF_CAP_MS = 60_000
+SWEEP_BATCH = 1_000
+_loads = json.loads
+
+
+def row_to_job(r: JobRow) -> Job:
+    """The public record for an engine row: JSON decoded, token dropped."""
+    p, res = r[2], r[11]
+    return Job(r[0], r[1], None if p is None else _loads(p), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+               None if res is None else _loads(res), r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19],
+               r[20])
+
+
+def row_to_claim(r: JobRow) -> Claim:
+    job = row_to_job(r)
+    return Claim(job, Lease(job.id, r[TOKEN_INDEX], job.lease_generation, job.attempts, job.lease_owner,
+                            job.lease_until))
+
+
+def backoff_ms(attempt: int, rand: float, base_ms: int = DEFAULT_BACKOFF_BASE_MS,
+               cap_ms: int = DEFAULT_BACKOFF_CAP_MS) -> int:
+    """``min(cap, base * 2^(attempt-1)) * (0.5 + rand/2)`` (JOBS-FORMAT §4), in whole ms."""
+    raw = min(cap_ms, base_ms * (2 ** max(attempt - 1, 0)))
+    return int(raw * (0.5 + rand / 2))
+
+
+def refusal(row: JobRow | None, lease: Lease, now: int, what: str) -> TenureError | None:
+    """Why a fenced call on ``lease`` matched nothing; ``None`` means the same attempt already
+    settled the job (a repeat settlement is idempotent, checklist decision 1)."""
+    if row is None:
+        return LeaseNotHeld(f"cannot {what} job {lease.job_id!r}: no such job (swept, or never enqueued)",
+                            job_id=lease.job_id)
+    state, generation, token, until = row[3], row[9], row[TOKEN_INDEX], row[7]
+    if state == "leased":
+        if token == lease.token:
+            return LeaseExpired(
+                f"cannot {what} job {lease.job_id!r}: its lease (generation {generation}) expired "
+                f"{now - until} ms ago", job_id=lease.job_id, overrun_ms=now - until)
+        if generation != lease.generation:
+            return LeaseSuperseded(
+                f"cannot {what} job {lease.job_id!r}: the lease of generation {lease.generation} was "
+                f"superseded by a newer claim, generation {generation}", job_id=lease.job_id,
+                held=lease.generation, current=generation)
+        return LeaseSuperseded(
+            f"cannot {what} job {lease.job_id!r}: the lease of generation {lease.generation} was retired "
+            f"by a renewal (the current lease is also generation {generation}; use the lease renew returned)",
+            job_id=lease.job_id, held=lease.generation, current=generation)
+    if token is not None and token == lease.token and generation == lease.generation and \
+            state in ("done", "failed", "dead"):
+        return None
+    return LeaseNotHeld(f"cannot {what} job {lease.job_id!r}: it is not leased (state {state!r}, generation "
+                        f"{generation}); another attempt or an operator settled it", job_id=lease.job_id,
+                        state=state)
+
+
+def _check_lease(lease: Any, what: str, extra: tuple) -> Lease:
+    if isinstance(lease, Lease) and not extra:
+        return lease
+    if isinstance(lease, str):
+        raise LeaseRequired(
+            f"{what}({lease!r}, ...) is the pre-fence (id, owner) spelling: pass the Lease the claim "
+            f"returned (claim.lease), e.g. jobs.{what}(claim.lease, ...)")
+    if extra:
+        raise LeaseRequired(f"{what}() takes the Lease and one value; got extra arguments {extra!r}")
+    raise LeaseRequired(f"{what}() needs the Lease the claim returned (claim.lease), got "
+                        f"{type(lease).__name__}")
+
+
+class _JobsBase:
+    """What both the root view (``store.jobs``) and a transaction's view (``tx.jobs``) offer."""
+
+    _store: Store
+
+    def _session(self):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    # -- enqueue -------------------------------------------------------------------------------
+    def enqueue(self, kind: str, payload: Any = None, *, id: str | None = None, run_at: Any = None,
+                delay: Any = None, max_attempts: int | None = None, queue: str = "default",
+                priority: int = 0, timeout: Any = None, singleton_key: str | None = None,
+                singleton_for: Any = None, group_key: str | None = None, conn: Any = None,
+                **options: Any) -> str | None:
+        """Store one job and answer its id. A caller-supplied ``id`` makes this idempotent: an
+        existing id changes nothing and is answered as is. A duplicate under a queue's uniqueness
+        policy answers the EXISTING job's id (never an integrity error). ``delay`` and ``timeout``
+        are seconds (or timedeltas); ``run_at`` is epoch ms or a datetime. With ``conn=`` (a driver
+        connection), the job is written in the caller's own transaction (the outbox)."""
+        new = self._build(kind, payload, id=id, run_at=run_at, delay=delay, max_attempts=max_attempts,
+                          queue=queue, priority=priority, timeout=timeout, singleton_key=singleton_key,
+                          singleton_for=singleton_for, group_key=group_key, options=options)
+        return self._insert([new], conn)[0]
+
+    def enqueue_many(self, jobs: Iterable[dict[str, Any]], *, conn: Any = None) -> list[str | None]:
+        """Store many jobs in one transaction; each item is ``enqueue``'s keywords as a dict
+        (``kind`` required). All are validated before anything is written."""
+        built = []
+        for spec in jobs:
+            if not isinstance(spec, dict):
+                raise InvalidType(f"enqueue_many takes dicts of enqueue arguments, got {type(spec).__name__}")
+            spec = dict(spec)
+            try:
+                kind = spec.pop("kind")
+            except KeyError:
+                raise InvalidArgument("every enqueue_many item needs a 'kind'") from None
+            payload = spec.pop("payload", None)
+            known = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout",
+                     "singleton_key", "singleton_for", "group_key"}
+            opts = {k: spec.pop(k) for k in list(spec) if k not in known}
+            built.append(self._build(kind, payload, options=opts, **{
+                "id": None, "run_at": None, "delay": None, "max_attempts": None, "queue": "default",
+                "priority": 0, "timeout": None, "singleton_key": None, "singleton_for": None,
+                "group_key": None, **spec}))
+        if not built:
+            return []
+        return self._insert(built, conn)
+
+    def _build(self, kind, payload, *, id, run_at, delay, max_attempts, queue, priority, timeout,
+               singleton_key, singleton_for, group_key, options) -> NewJob:
+        store = self._store
+        v.name(kind, "kind")
+        v.name(queue, "queue")
+        job_id = str(uuid.uuid4()) if id is None else v.job_id(id)
+        text = None if payload is None else v.dump_json(payload, "payload", store.max_payload_bytes)
+        at = None if run_at is None else v.epoch_ms(run_at, "run_at")
+        delay_ms = v.duration_ms(delay, "delay", seconds=True) or 0
+        if at is not None and delay:
+            raise InvalidArgument("give run_at or delay, not both")
+        v.positive_int(max_attempts, "max_attempts", maximum=v.MAX_ATTEMPTS_LIMIT, allow_none=True)
+        v.integer(priority, "priority")
+        timeout_ms = v.duration_ms(timeout, "timeout", seconds=True)
+        if singleton_key is not None and not isinstance(singleton_key, str):
+            raise InvalidType("singleton_key must be a string")
+        if group_key is not None and not isinstance(group_key, str):
+            raise InvalidType("group_key must be a string")
+        singleton_ms = v.duration_ms(singleton_for, "singleton_for", seconds=True)
+        if options:
+            store_options = store.queues.job_options(options) if hasattr(store, "queues") else None
+            if store_options is None:
+                raise InvalidArgument(f"unknown enqueue options: {', '.join(sorted(options))}")
+        new = NewJob(id=job_id, kind=kind, payload=text, queue=queue, priority=priority, run_at=at,
+                     delay_ms=delay_ms, max_attempts=max_attempts or 0, timeout_ms=timeout_ms,
+                     singleton_key=singleton_key, group_key=group_key)
+        if singleton_ms:
+            if singleton_key is None:
+                new.singleton_key = ""
+            new.singleton_on = singleton_ms  # resolved to a bucket against the clock at insert
+        if options:
+            store.queues.apply_job_options(new, options)
+        return new
+
+    def _insert(self, jobs: list[NewJob], conn: Any) -> list[str | None]:
+        store = self._store
+        now = store._now()
+        if conn is not None:
+            session = store._adopt(conn)
+            return store.queues.insert(session, jobs, now)
+        with self._session() as s:
+            ids = store.queues.insert(s, jobs, now)
+        self._after_enqueue()
+        return ids
+
+    def _after_enqueue(self) -> None:
+        self._store._wake_local()
+
+    # -- read ----------------------------------------------------------------------------------
+    def get(self, job_id: str) -> Job | None:
+        """The frozen record, or None. It carries ``lease_generation`` but never the token."""
+        v.job_id(job_id)
+        with self._session() as s:
+            row = s.job_get(job_id)
+        return None if row is None else row_to_job(row)
+
+    def checkpoints(self, lease: Lease | Callable[[], Lease]) -> Checkpoints:
+        """The fenced checkpoint store of one attempt (JOBS-FORMAT §7). ``lease`` may be a
+        callable answering the attempt's CURRENT lease, so renewals do not strand it."""
+        if not (isinstance(lease, Lease) or callable(lease)):
+            raise LeaseRequired("checkpoints() needs the attempt's Lease")
+        return Checkpoints(self, lease)
+
+
+class Jobs(_JobsBase):
+    """``store.jobs``: root calls, each its own transaction under the store gate."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def _session(self):
+        return self._store._session()
+
+    # -- claim ---------------------------------------------------------------------------------
+    def claim(self, kinds: str | Sequence[str] | None, *, owner: str, lease_ms: int = DEFAULT_LEASE_MS,
+              queues: str | Sequence[str] | None = None) -> Claim | None:
+        """Lease the next eligible job of ``kinds`` (priority, then run_at, created_at, id) in one
+        guarded statement, or answer None. A kind not listed is never claimed."""
+        got = self.claim_many(kinds, owner=owner, lease_ms=lease_ms, queues=queues, limit=1)
+        return got[0] if got else None
+
+    def claim_many(self, kinds: str | Sequence[str] | None, *, owner: str, limit: int,
+                   lease_ms: int = DEFAULT_LEASE_MS, queues: str | Sequence[str] | None = None) -> list[Claim]:
+        """Lease up to ``limit`` jobs in one statement; each gets its own token and generation."""
+        kinds_l = None if kinds is None else v.names(kinds, "kinds")
+        queues_l = None if queues is None else v.names(queues, "queues")
+        if not isinstance(owner, str) or not owner:
+            raise InvalidType("owner must be a non-empty string (it is diagnostics, never a guard)")
+        v.positive_int(lease_ms, "lease_ms")
+        v.positive_int(limit, "limit", maximum=10_000)
+        with self._session() as s:
+            rows = s.job_claim(kinds=kinds_l, queues=queues_l, owner=owner, lease_ms=lease_ms,
+                               now=self._store._now(), limit=limit)
+        return [row_to_claim(r) for r in rows]
+
+    # -- settle --------------------------------------------------------------------------------
+    def renew(self, lease: Lease, lease_ms: int | None = None, *extra: Any) -> Lease:
+        """Move the expiry out; answers a NEW lease (new token, same generation) and retires the
+        old one. Fenced like every settling call."""
+        lease = _check_lease(lease, "renew", extra)
+        ms = DEFAULT_LEASE_MS if lease_ms is None else v.positive_int(lease_ms, "lease_ms")
+        if lease_ms is None and lease.expires_at is not None:
+            ms = DEFAULT_LEASE_MS
+        store = self._store
+        with self._session() as s:
+            now = store._now()
+            row = s.job_renew(lease.job_id, lease.token, ms, now)
+            if row is None:
+                raise refusal(s.job_get(lease.job_id), lease, store._now_or(s, now), "renew") or \
+                    LeaseNotHeld(f"cannot renew job {lease.job_id!r}: the attempt already settled it")
+        return Lease(lease.job_id, row[TOKEN_INDEX], row[9], row[5], lease.owner, row[7])
+
+    def complete(self, lease: Lease, result: Any = None, *extra: Any) -> None:
+        """Settle the attempt as done with ``result`` (JSON). Refused by code when the lease is
+        not current; a repeat from the same attempt is a no-op."""
+        lease = _check_lease(lease, "complete", extra)
+        text = None if result is None else v.dump_json(result, "result", self._store.max_payload_bytes)
+        err = self.complete_many([(lease, text)], encoded=True)[0]
+        if err is not None:
+            raise err
+
+    def complete_many(self, items: Sequence[tuple[Lease, Any]], *, encoded: bool = False,
+                      session: Session | None = None) -> list[TenureError | None]:
+        """Fenced completions in one transaction; answers, per item, None or the refusal."""
+        store = self._store
+        batch = []
+        for lease, result in items:
+            if not encoded:
+                result = None if result is None else v.dump_json(result, "result", store.max_payload_bytes)
+            batch.append(Settle(lease.job_id, lease.token, result=result, generation=lease.generation))
+        now = store._now()
+        if session is not None:
+            return self._complete_in(session, batch, items, now)
+        with self._session() as s:
+            return self._complete_in(s, batch, items, now)
+
+    def _complete_in(self, s: Session, batch, items, now) -> list[TenureError | None]:
+        done = s.job_complete(batch, now)
+        if len(done) == len(batch):
+            return [None] * len(batch)
+        out: list[TenureError | None] = []
+        for (lease, _), item in zip(items, batch, strict=True):
+            if item.job_id in done:
+                out.append(None)
+            else:
+                out.append(refusal(s.job_get(lease.job_id), lease, self._store._now_or(s, now), "complete"))
+        return out
+
+    def fail(self, lease: Lease, error: Any, *extra: Any, backoff_base_ms: int | None = None,
+             backoff_cap_ms: int | None = None, dead: bool = False) -> Job:
+        """Record a failed attempt: ``failed`` with ``run_at = now + backoff`` while attempts
+        remain, else ``dead`` (terminal; copied to the queue's dead-letter queue, if any). The
+        message is kept in ``last_error``. Answers the settled record."""
+        lease = _check_lease(lease, "fail", extra)
+        out = self.fail_many([(lease, error)], backoff_base_ms=backoff_base_ms,
+                             backoff_cap_ms=backoff_cap_ms, dead=dead)[0]
+        if isinstance(out, TenureError):
+            raise out
+        return out
+
+    def fail_many(self, items: Sequence[tuple[Lease, Any]], *, backoff_base_ms: int | None = None,
+                  backoff_cap_ms: int | None = None, dead: bool = False) -> list[Job | TenureError]:
+        store = self._store
+        base = DEFAULT_BACKOFF_BASE_MS if backoff_base_ms is None else backoff_base_ms
+        cap = DEFAULT_BACKOFF_CAP_MS if backoff_cap_ms is None else backoff_cap_ms
+        batch = []
+        for lease, error in items:
+            rand = store._random()
+            batch.append(Settle(lease.job_id, lease.token, error=v.error_message(error),
+                                delay_ms=backoff_ms(lease.attempt, rand, base, cap), dead=dead,
+                                generation=lease.generation, jitter=0.5 + rand / 2))
+        now = store._now()
+        with store._transaction_session() as s:
+            rows = {r[0]: r for r in s.job_fail(batch, now)}
+            dead_rows = [r for r in rows.values() if r[3] == "dead" and r[19]]
+            if dead_rows:
+                store.queues.dead_letter(s, dead_rows, now)
+            out: list[Job | TenureError] = []
+            for lease, _ in items:
+                row = rows.get(lease.job_id)
+                if row is not None:
+                    out.append(row_to_job(row))
+                    continue
+                current = s.job_get(lease.job_id)
+                err = refusal(current, lease, store._now_or(s, now), "fail")
+                out.append(row_to_job(current) if err is None else err)
+        if rows:
+            store._wake_local()
+        return out
+
+    # -- administration (root only, §10) ------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Jobs per state: always the six keys."""
+        with self._session() as s:
+            raw = s.job_counts()
+        return {k: int(raw.get(k, 0)) for k in ("pending", "leased", "done", "failed", "dead", "cancelled")}
+
+    def page(self, state: str | None = None, kind: str | None = None, after: str | None = None,
+             limit: int = 100, *, queue: str | None = None, cancel_event: threading.Event | None = None,
+             deadline: int | None = None) -> Page:
+        """A keyset page by job id: at most ``limit`` records (as ``get`` answers them) with id >
+        ``after``, filtered by ``state``/``kind``/``queue``. ``next_after`` continues it."""
+        v.state(state)
+        if kind is not None:
+            v.name(kind, "kind")
+        if queue is not None:
+            v.name(queue, "queue")
+        if after is not None:
+            v.job_id(after)
+        v.positive_int(limit, "limit", maximum=10_000)
+        if cancel_event is not None and cancel_event.is_set():
+            raise PageCancelled("page() was cancelled before it read")
+        if deadline is not None:
+            v.epoch_ms(deadline, "deadline")
+            now = self._store._now_wall()
+            if now >= deadline:
+                raise DeadlineExceeded(f"page() deadline passed {now - deadline} ms ago")
+        with self._session() as s:
+            rows = s.job_page(state=state, kind=kind, queue=queue, after=after, limit=limit + 1)
+        if cancel_event is not None and cancel_event.is_set():
+            raise PageCancelled("page() was cancelled while it read")
+        more = len(rows) > limit
+        items = [row_to_job(r) for r in rows[:limit]]
+        return Page(items, items[-1].id if more and items else None)
+
+    def cancel(self, job_id: str, lease: Lease | None = None) -> bool:
+        """Cancel a job. A queued one (pending, failed, or leased with an expired lease) needs no
+        lease; a claimed one needs its CURRENT lease, and the local attempt holding it is told
+        (``ctx.cancelled``) and waited for up to its worker's stop grace. True when this call
+        cancelled it, False when it already was cancelled."""
+        v.job_id(job_id)
+        if lease is not None:
+            lease = _check_lease(lease, "cancel", ())
+            if lease.job_id != job_id:
+                raise InvalidArgument(f"the lease is for job {lease.job_id!r}, not {job_id!r}")
+        store = self._store
+        with self._session() as s:
+            now = store._now()
+            row = s.job_cancel(job_id, None if lease is None else lease.token, now)
+            if row is None:
+                current = s.job_get(job_id)
+                if current is not None and current[3] == "cancelled":
+                    return False
+                if lease is None:
+                    if current is None:
+                        raise LeaseNotHeld(f"cannot cancel job {job_id!r}: no such job")
+                    if current[3] == "leased":
+                        raise LeaseRequired(f"job {job_id!r} is claimed (generation {current[9]}): "
+                                            "cancel(job_id, lease=...) needs its current lease")
+                    raise LeaseNotHeld(f"cannot cancel job {job_id!r}: it is already settled "
+                                       f"(state {current[3]!r})")
+                raise refusal(current, lease, store._now_or(s, now), "cancel") or LeaseNotHeld(
+                    f"cannot cancel job {job_id!r}: the attempt already settled it")
+        token = lease.token if lease is not None else None
+        store._cancel_local(job_id, token)
+        return True
+
+    def requeue(self, job_id: str) -> bool:
+        """Return a failed, dead, cancelled or lease-expired job to ``pending`` at now, keeping its
+        attempt count (so ``max_attempts`` still bounds it). False when already pending."""
+        v.job_id(job_id)
+        store = self._store
+        with self._session() as s:
+            row = s.job_requeue(job_id, store._now())
+            if row is None:
+                current = s.job_get(job_id)
+                if current is None:
+                    raise LeaseNotHeld(f"cannot requeue job {job_id!r}: no such job")
+                if current[3] == "pending":
+                    return False
+                if current[3] == "leased":
+                    raise LeaseRequired(f"job {job_id!r} holds a live lease (generation {current[9]}): "
+                                        "requeue is not a steal; cancel it with its lease, or wait")
+                raise LeaseNotHeld(f"cannot requeue job {job_id!r}: it is {current[3]!r}")
+        store._wake_local()
+        return True
+
+    def redrive(self, queue: str, *, limit: int | None = None) -> int:
+        """Move dead-lettered jobs in ``queue`` back to their origin queue; answers how many."""
+        return self._store.queues.redrive(queue, limit=limit)
+
+    def sweep(self, *, settled_before: Any = None, limit: int | None = None) -> SweepResult:
+        """Delete done/dead/cancelled jobs last changed before ``settled_before`` (REQUIRED), oldest
+        first, with their checkpoints, in bounded batches; a second identical sweep removes 0."""
+        if settled_before is None:
+            raise InvalidType("sweep() needs settled_before=<epoch ms>: a sweep without a horizon "
+                              "would be a retention policy, which is the host's to choose")
+        horizon = v.epoch_ms(settled_before, "settled_before")
+        v.positive_int(limit, "limit", allow_none=True)
+        removed = 0
+        while limit is None or removed < limit:
+            batch = SWEEP_BATCH if limit is None else min(SWEEP_BATCH, limit - removed)
+            with self._session() as s:
+                n = s.job_sweep(horizon, batch)
+            removed += n
+            if n < batch:
+                break
+        return SweepResult(removed)
+
+    def create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:
+        """A worker over this store (JOBS-FORMAT §6). Always root-owned."""
+        from .worker import Worker
+
+        return Worker(self._store, handlers, **options)
+
+
+class TxJobs(_JobsBase):
+    """``tx.jobs``: the transactional outbox. Runs in exactly its transaction; refused after it."""
+
+    def __init__(self, store: Store, tx: Any) -> None:
+        self._store = store
+        self._tx = tx
+
+    def _session(self):
+        return self._tx._scoped_session()
+
+    def _after_enqueue(self) -> None:
+        self._tx._enqueued = True
+
+    def create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:
+        """A worker is root-owned even when created here: it is not bound to this transaction."""
+        return self._store.jobs.create_worker(handlers, **options)
+
+
+class Checkpoints:
+    """The fenced checkpoint store of one attempt: node values saved under the job (run) id,
+    stamped with the attempt's generation (JOBS-FORMAT §7)."""
+
+    def __init__(self, view: _JobsBase, lease: Lease | Callable[[], Lease]) -> None:
+        self._view = view
+        self._lease = lease
+
+    @property
+    def lease(self) -> Lease:
+        return self._lease() if callable(self._lease) else self._lease
+
+    def save(self, node_id: str, value: Any) -> None:
+        """Save one node's value; refused by code (and nothing written) when the lease is stale."""
+        if not isinstance(node_id, str) or not node_id:
+            raise InvalidType("node_id must be a non-empty string")
+        lease = self.lease
+        store = self._view._store
+        text = v.dump_json(value, "checkpoint value", store.max_payload_bytes)
+        with self._view._session() as s:
+            now = store._now()
+            if not s.checkpoint_save(lease.job_id, node_id, text, lease.generation, lease.token, now):
+                raise refusal(s.job_get(lease.job_id), lease, store._now_or(s, now), "save a checkpoint of") \
+                    or LeaseNotHeld(f"cannot save a checkpoint of job {lease.job_id!r}: the attempt settled it")
+
+    def list(self) -> list[Checkpoint]:
+        """Every node value of generations up to and including this attempt's."""
+        lease = self.lease
+        with self._view._session() as s:
+            rows = s.checkpoint_list(lease.job_id, lease.generation)
+        return [Checkpoint(lease.job_id, n, None if val is None else _loads(val), g) for n, val, g in rows]
+
+    def load(self) -> dict[str, Any]:
+        """``{node_id: value}`` for generations <= this attempt's (its predecessors' work)."""
+        return {c.node_id: c.value for c in self.list()}
+
+
+class Transaction:
+    """``with store.transaction() as tx``: the application's SQL and tenure's outbox in one
+    transaction. ``tx.execute`` runs app SQL; ``tx.jobs`` enqueues; both die with the block."""
+
+    def __init__(self, store: Store, session: Session) -> None:
+        self._store = store
+        self._session_obj: Session | None = session
+        self._enqueued = False
+        self.jobs = TxJobs(store, self)
+
+    def _scoped_session(self):
+        from contextlib import nullcontext
+
+        if self._session_obj is None:
+            raise ScopeSettled("this transaction has committed or rolled back; its tx.jobs (and any "
+                               "checkpoint store made from it) cannot be used any more")
+        return nullcontext(self._session_obj)
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        """Run the application's own SQL in this transaction (the dialect's placeholders)."""
+        with self._scoped_session() as s:
+            return s.execute(sql, params)
+
+    @property
+    def connection(self) -> Any:
+        """The driver connection of this transaction, to hand to the application's own code."""
+        with self._scoped_session() as s:
+            return s.connection
+
+    def _settle(self) -> None:
+        self._session_obj = None

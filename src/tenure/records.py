@@ -1,0 +1,84 @@
+"""Public, frozen record types: what tenure hands out and what callers hand back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STATES: tuple[str, ...] = ("pending", "leased", "done", "failed", "dead", "cancelled")
+SETTLED_STATES: tuple[str, ...] = ("done", "dead", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as the store holds it. Never carries the lease token (JOBS-FORMAT §3)."""
+
+    id: str
+    kind: str
+    payload: Any
+    state: str
+    run_at: int
+    attempts: int
+    max_attempts: int
+    lease_until: int | None
+    lease_owner: str | None
+    lease_generation: int
+    last_error: str | None
+    result: Any
+    created_at: int
+    updated_at: int
+    queue: str = "default"
+    priority: int = 0
+    timeout_ms: int | None = None
+    singleton_key: str | None = None
+    group_key: str | None = None
+    dead_letter: str | None = None
+    origin_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The capability to settle one attempt. Immutable: ``renew`` returns a new one.
+
+    ``token`` is the fence; it is excluded from ``repr`` so it does not leak into logs.
+    """
+
+    job_id: str
+    token: str = field(repr=False)
+    generation: int
+    attempt: int
+    owner: str
+    expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What ``claim`` answers: the claimed record and the lease that settles it."""
+
+    job: Job
+    lease: Lease
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One keyset page of jobs; pass ``next_after`` as ``after`` to continue (None at the end)."""
+
+    items: list[Job]
+    next_after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """How many settled jobs a sweep removed."""
+
+    removed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One saved workflow node value, stamped with the generation of the attempt that wrote it."""
+
+    run_id: str
+    node_id: str
+    value: Any
+    generation: int

@@ -1,0 +1,223 @@
+"""The store: one database, its clock and randomness, and the gate every root call takes."""
+
+from __future__ import annotations
+
+import os
+import random as _random_mod
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from .engine import create_engine, redact_url
+from .engine.base import Engine, Session
+from .errors import (
+    HandlersLeftRunning,
+    InvalidType,
+    NestedRootCall,
+    StoreClosed,
+    TenureError,
+)
+from .jobs import Jobs, Transaction
+
+if TYPE_CHECKING:
+    from .queues import Queues
+    from .worker import Worker
+
+DEFAULT_URL = "sqlite:///tenure.db"
+Clock = Callable[[], int]
+Random = Callable[[], float]
+
+
+def connect(url: str | None = None, *, clock: Clock | None = None, random: Random | None = None,
+            max_payload_bytes: int | None = None, **engine_options: Any) -> Store:
+    """Open a store. ``url`` None reads ``$TENURE_URL``, else ``sqlite:///tenure.db``.
+
+    ``clock`` answers epoch ms and ``random`` a float in [0, 1): inject both in tests. Without a
+    clock, SQLite uses the wall clock and PostgreSQL the database's clock (so hosts with skewed
+    clocks agree). Tables are created (or migrated) at first use of ``store.jobs``.
+    """
+    url = url or os.environ.get("TENURE_URL") or DEFAULT_URL
+    if clock is not None and not callable(clock):
+        raise InvalidType("clock must be a callable answering epoch milliseconds")
+    if random is not None and not callable(random):
+        raise InvalidType("random must be a callable answering a float in [0, 1)")
+    engine = create_engine(url, **engine_options)
+    return Store(engine, clock=clock, random=random, max_payload_bytes=max_payload_bytes)
+
+
+class Store:
+    """A connection to one tenure database. Thread-safe; one per process is the usual shape."""
+
+    def __init__(self, engine: Engine, *, clock: Clock | None = None, random: Random | None = None,
+                 max_payload_bytes: int | None = None) -> None:
+        from . import _validate
+
+        self.engine = engine
+        self.clock = clock
+        self.random = random
+        self.max_payload_bytes = max_payload_bytes or _validate.MAX_PAYLOAD_BYTES
+        self._rng = _random_mod.Random()
+        self._open_lock = threading.Lock()
+        self._opened = False
+        self._closed = False
+        self._local = threading.local()
+        self._jobs = Jobs(self)
+        self._queues: Queues | None = None
+        self._wake_hooks: list[Callable[[], None]] = []
+        self._workers: list[Worker] = []
+        self._attempts: dict[str, Any] = {}  # token -> in-flight attempt of a local worker
+        self._attempts_lock = threading.Lock()
+
+    # -- identity ----------------------------------------------------------------------------
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect
+
+    def __repr__(self) -> str:
+        return f"<tenure.Store {redact_url(self.engine.describe())}>"
+
+    # -- views -------------------------------------------------------------------------------
+    @property
+    def jobs(self) -> Jobs:
+        """The root jobs view. First use creates or migrates tenure's tables."""
+        self._ensure_open()
+        return self._jobs
+
+    @property
+    def queues(self) -> Queues:
+        if self._queues is None:
+            from .queues import Queues
+
+            self._queues = Queues(self)
+        return self._queues
+
+    # -- clock & randomness --------------------------------------------------------------------
+    def _now(self) -> int | None:
+        """The injected clock's ms, or None: the engine's own clock."""
+        clock = self.clock
+        return None if clock is None else int(clock())
+
+    def _now_or(self, session: Session, now: int | None) -> int:
+        return now if now is not None else session.now_ms()
+
+    def _now_wall(self) -> int:
+        return int(self.clock()) if self.clock is not None else time.time_ns() // 1_000_000
+
+    def _random(self) -> float:
+        return self.random() if self.random is not None else self._rng.random()
+
+    # -- sessions ----------------------------------------------------------------------------
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        if self._opened:
+            return
+        with self._open_lock:
+            if not self._opened:
+                if self._closed:
+                    raise StoreClosed("the store is closed")
+                self.engine.open()
+                self._opened = True
+
+    def _check_root(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        if self.engine.exclusive_gate and getattr(self._local, "tx", None) is not None:
+            raise NestedRootCall(
+                "a root store.jobs call inside this thread's open store.transaction() would wait "
+                "forever for its commit: use tx.jobs inside the block")
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        self._check_root()
+        self._ensure_open()
+        try:
+            with self.engine.session() as s:
+                yield s
+        except TenureError:
+            raise
+        except Exception as exc:
+            err = self.engine.classify(exc)
+            if err is exc:
+                raise
+            raise err from exc
+
+    @contextmanager
+    def _transaction_session(self) -> Iterator[Session]:
+        self._check_root()
+        self._ensure_open()
+        try:
+            with self.engine.transaction() as s:
+                yield s
+        except TenureError:
+            raise
+        except Exception as exc:
+            err = self.engine.classify(exc)
+            if err is exc:
+                raise
+            raise err from exc
+
+    def _adopt(self, conn: Any) -> Session:
+        self._ensure_open()
+        return self.engine.adopt(conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One transaction for the application's SQL and tenure's outbox: jobs enqueued through
+        ``tx.jobs`` become visible with the commit and vanish with a rollback. Root calls from
+        other threads wait for it (SQLite); a root call from this thread is refused."""
+        self._check_root()
+        with self._transaction_session() as s:
+            tx = Transaction(self, s)
+            self._local.tx = tx
+            try:
+                yield tx
+            finally:
+                self._local.tx = None
+                tx._settle()
+        if tx._enqueued:
+            self._wake_local()
+
+    # -- local coordination (same-process wake-up and cancellation) -------------------------------
+    def _wake_local(self) -> None:
+        for hook in list(self._wake_hooks):
+            try:
+                hook()
+            except Exception:  # noqa: BLE001 - a wake hook never breaks an enqueue
+                pass
+
+    def _cancel_local(self, job_id: str, token: str | None) -> None:
+        with self._attempts_lock:
+            attempts = [a for a in self._attempts.values()
+                        if a.lease.job_id == job_id and (token is None or a.token == token)]
+        for attempt in attempts:
+            attempt.cancel_by_operator()
+
+    # -- tests ---------------------------------------------------------------------------------
+    def _reset_for_tests(self) -> None:
+        self._ensure_open()
+        self.engine.reset_for_tests()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def close(self, grace: float | None = None) -> None:
+        """Stop this store's workers (within ``grace``), then close the connection either way.
+        Raises :class:`HandlersLeftRunning` AFTER closing if handlers were still running."""
+        if self._closed:
+            return
+        left = 0
+        for worker in list(self._workers):
+            result = worker.stop(grace=grace)
+            left += result.in_flight
+        self._closed = True
+        self.engine.close()
+        if left:
+            raise HandlersLeftRunning(f"the store closed with {left} handler(s) still running; "
+                                      "their attempts cannot settle and will be reclaimed after their lease")
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,108 @@
+"""Helpers shared by the conformance tests: the injected clock and random, the database target,
+and small assertion helpers. Imported by ``conftest.py`` and the test modules."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PG_URL = os.environ.get("TENURE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+T0 = 1_700_000_000_000  # the injected clock's start: an arbitrary, realistic epoch-ms instant
+APP_TABLE = "tn_conf_orders"  # the app table the outbox tests create
+# app tables some tests create; dropped before each postgres test (a sqlite test gets a fresh file)
+APP_TABLES = (APP_TABLE, "jobs", "checkpoints")
+
+FENCE_CODES = {"TN2065", "TN2066", "TN2067"}
+
+
+class Clock:
+    """A mutable epoch-ms clock: ``clock()`` reads it, ``advance``/``set`` move it."""
+
+    def __init__(self, now: int = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> int:
+        self.now += ms
+        return self.now
+
+    def set(self, ms: int) -> int:
+        self.now = ms
+        return self.now
+
+
+class Rand:
+    """A deterministic random source: returns ``value`` (settable) and counts its calls."""
+
+    def __init__(self, value: float = 0.5) -> None:
+        self.value = value
+        self.calls = 0
+
+    def __call__(self) -> float:
+        self.calls += 1
+        return self.value
+
+
+@dataclass
+class Target:
+    """Where the store under test lives: engine name, URL, and (sqlite) the file path."""
+
+    engine: str
+    url: str
+    path: Path | None = None
+
+    def raw(self):
+        """A raw DB-API connection to the same database (for app-table checks only)."""
+        if self.engine == "sqlite":
+            return sqlite3.connect(str(self.path), timeout=10)
+        import psycopg
+
+        return psycopg.connect(self.url, autocommit=True)
+
+    def app_count(self, table: str = APP_TABLE) -> int:
+        conn = self.raw()
+        try:
+            cur = conn.execute(f"select count(*) from {table}")
+            return cur.fetchone()[0]
+        finally:
+            conn.close()
+
+
+def ph(store) -> str:
+    """The app-SQL placeholder for the store's dialect."""
+    return "?" if store.dialect == "sqlite" else "%s"
+
+
+def code_of(exc_info) -> str | None:
+    """The ``.code`` of the exception a ``pytest.raises`` block caught."""
+    return getattr(exc_info.value, "code", None)
+
+
+@contextmanager
+def refused(*codes: str):
+    """Expect a coded refusal: the block raises an exception whose ``.code`` is one of ``codes``."""
+    with pytest.raises(Exception) as ei:  # noqa: B017,PT011 - the code is checked below
+        yield ei
+    got = getattr(ei.value, "code", None)
+    assert got in codes, (
+        f"expected a refusal coded {' or '.join(codes)}, got {type(ei.value).__name__}({got}): {ei.value!r}"
+    )
+
+
+def claim1(jobs, kinds=("k",), owner="w", **kwargs):
+    """Claim and insist that something was claimed."""
+    c = jobs.claim(list(kinds), owner=owner, **kwargs)
+    assert c is not None, f"expected a claim for {kinds}, got None"
+    return c
+
+
+def snapshot(jobs, *ids):
+    """The records of ``ids`` (to show that a refused call wrote nothing)."""
+    return [jobs.get(i) for i in ids]

@@ -1,0 +1,130 @@
+"""Fixtures for the JOBS-FORMAT conformance suite (tests/conformance).
+
+Every test runs once per engine (``sqlite`` and ``postgres``) against a real database, with an
+injected clock (:class:`_support.Clock`) and an injected random source (:class:`_support.Rand`),
+so no test ever sleeps to wait for a lease: tests move the clock instead.
+
+PostgreSQL: the URL comes from ``TENURE_TEST_PG_URL`` (default
+``postgresql://postgres@127.0.0.1:5432/test``). An unreachable server skips the postgres half
+loudly, except under ``CI`` where it fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+_HERE = Path(__file__).resolve().parent
+if str(_HERE) not in sys.path:  # the test modules import _support; spawned processes import _mp_claimer
+    sys.path.insert(0, str(_HERE))
+# Run from a plain checkout too: make ``src/`` importable when tenure is not installed.
+_SRC = _HERE.parents[1] / "src"
+if importlib.util.find_spec("tenure") is None and _SRC.is_dir():
+    sys.path.insert(0, str(_SRC))
+
+from _support import APP_TABLES, PG_URL, Clock, Rand, Target  # noqa: E402
+
+import tenure  # noqa: E402
+
+
+def _pg_unavailable(reason: str):
+    msg = (
+        f"PostgreSQL at {PG_URL} is NOT reachable ({reason}); "
+        "the postgres half of the conformance suite did NOT run"
+    )
+    if os.environ.get("CI"):
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+def _pg_prepare() -> None:
+    try:
+        import psycopg
+    except ImportError:
+        pytest.skip("postgres engine not available (psycopg is not installed)")
+    try:
+        conn = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the server means the same thing
+        _pg_unavailable(f"{type(exc).__name__}: {exc}")
+    try:
+        for table in APP_TABLES:
+            conn.execute(f"drop table if exists {table}")
+    finally:
+        conn.close()
+
+
+def connect(target: Target, clock, rand, **kwargs):
+    """``tenure.connect`` for the target; skips while the postgres engine does not exist yet."""
+    if target.engine == "postgres":
+        try:
+            return tenure.connect(target.url, clock=clock, random=rand, **kwargs)
+        except (tenure.errors.InvalidURL, ImportError, NotImplementedError) as exc:
+            pytest.skip(f"postgres engine not available ({type(exc).__name__}: {exc})")
+    return tenure.connect(target.url, clock=clock, random=rand, **kwargs)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def engine(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def rand() -> Rand:
+    return Rand()
+
+
+@pytest.fixture
+def target(engine, tmp_path) -> Target:
+    if engine == "sqlite":
+        path = tmp_path / "t.db"
+        return Target("sqlite", f"sqlite:///{path}", path)
+    _pg_prepare()
+    return Target("postgres", PG_URL)
+
+
+@pytest.fixture
+def open_store(target, clock, rand):
+    """Open another store on the same database (another process's view); closed at teardown.
+
+    ``open_store(clock_=..., random_=..., **connect_kwargs)``; ``open_store.opened`` lists them,
+    and a test may remove a store it abandons (e.g. a deadlocked one) from that list.
+    """
+    opened = []
+
+    def _open(*, clock_=None, random_=None, **kwargs):
+        s = connect(target, clock_ or clock, random_ or rand, **kwargs)
+        opened.append(s)
+        return s
+
+    _open.opened = opened
+    yield _open
+    for s in opened:
+        try:
+            s.close()
+        except Exception:  # noqa: BLE001 - a test may have closed it on purpose
+            pass
+
+
+@pytest.fixture
+def store(target, open_store):
+    s = open_store()
+    if target.engine == "postgres":
+        reset = getattr(s, "_reset_for_tests", None)
+        if reset is None:
+            pytest.skip("postgres engine not available (store._reset_for_tests is missing)")
+        reset()
+    return s
+
+
+@pytest.fixture
+def jobs(store):
+    return store.jobs

@@ -24,6 +24,7 @@ __all__ = [
     "ScopeSettled",
     "NestedRootCall",
     "HandlersLeftRunning",
+    "OperationWithdrawn",
     "StoreClosed",
     "ReadOnlyStore",
     "StorageError",
@@ -134,6 +135,13 @@ class NestedRootCall(TenureError):
     it would wait forever for a commit that cannot come. Use ``tx.jobs`` instead."""
 
     code = "TN2071"
+
+
+class OperationWithdrawn(TenureError):
+    """A call still waiting for the store gate was withdrawn by its caller's cancellation (a worker
+    stopping): nothing ran and nothing was written."""
+
+    code = "TN2073"
 
 
 class HandlersLeftRunning(TenureError):
@@ -254,7 +262,7 @@ ERROR_TABLE: dict[str, type[TenureError]] = {
     cls.code: cls
     for cls in [
         InvalidArgument, InvalidType, PayloadTooLarge, LeaseNotHeld, LeaseSuperseded, LeaseExpired,
-        LeaseRequired, ResumeMismatch, ScopeSettled, NestedRootCall, HandlersLeftRunning, StoreClosed,
+        LeaseRequired, ResumeMismatch, ScopeSettled, NestedRootCall, OperationWithdrawn, HandlersLeftRunning, StoreClosed,
         StorageError, ReadOnlyStore, StoreBusy, StorageFull, StoreUnavailable, SchemaTooNew, InvalidURL,
         PageCancelled, DeadlineExceeded, QueueNotFound, QueueNotEmpty, InvalidSchedule, JobDead,
         JobCancelled, ResultTimeout,

@@ -234,29 +234,30 @@ class Jobs(_JobsBase):
         return got[0] if got else None
 
     def claim_many(self, kinds: str | Sequence[str] | None, *, owner: str, limit: int,
-                   lease_ms: int = DEFAULT_LEASE_MS, queues: str | Sequence[str] | None = None) -> list[Claim]:
-        """Lease up to ``limit`` jobs in one statement; each gets its own token and generation."""
+                   lease_ms: int = DEFAULT_LEASE_MS, queues: str | Sequence[str] | None = None,
+                   cancel: threading.Event | None = None) -> list[Claim]:
+        """Lease up to ``limit`` jobs in one statement; each gets its own token and generation.
+        A set ``cancel`` withdraws a claim still waiting for the store gate (nothing claimed)."""
         kinds_l = None if kinds is None else v.names(kinds, "kinds")
         queues_l = None if queues is None else v.names(queues, "queues")
         if not isinstance(owner, str) or not owner:
             raise InvalidType("owner must be a non-empty string (it is diagnostics, never a guard)")
         v.positive_int(lease_ms, "lease_ms")
         v.positive_int(limit, "limit", maximum=10_000)
-        with self._session() as s:
+        with self._store._session(cancel) as s:
             rows = s.job_claim(kinds=kinds_l, queues=queues_l, owner=owner, lease_ms=lease_ms,
                                now=self._store._now(), limit=limit)
         return [row_to_claim(r) for r in rows]
 
     # -- settle --------------------------------------------------------------------------------
-    def renew(self, lease: Lease, lease_ms: int | None = None, *extra: Any) -> Lease:
+    def renew(self, lease: Lease, lease_ms: int | None = None, *extra: Any,
+              cancel: threading.Event | None = None) -> Lease:
         """Move the expiry out; answers a NEW lease (new token, same generation) and retires the
         old one. Fenced like every settling call."""
         lease = _check_lease(lease, "renew", extra)
         ms = DEFAULT_LEASE_MS if lease_ms is None else v.positive_int(lease_ms, "lease_ms")
-        if lease_ms is None and lease.expires_at is not None:
-            ms = DEFAULT_LEASE_MS
         store = self._store
-        with self._session() as s:
+        with store._session(cancel) as s:
             now = store._now()
             row = s.job_renew(lease.job_id, lease.token, ms, now)
             if row is None:
@@ -274,7 +275,8 @@ class Jobs(_JobsBase):
             raise err
 
     def complete_many(self, items: Sequence[tuple[Lease, Any]], *, encoded: bool = False,
-                      session: Session | None = None) -> list[TenureError | None]:
+                      session: Session | None = None,
+                      cancel: threading.Event | None = None) -> list[TenureError | None]:
         """Fenced completions in one transaction; answers, per item, None or the refusal."""
         store = self._store
         batch = []
@@ -285,7 +287,7 @@ class Jobs(_JobsBase):
         now = store._now()
         if session is not None:
             return self._complete_in(session, batch, items, now)
-        with self._session() as s:
+        with store._session(cancel) as s:
             return self._complete_in(s, batch, items, now)
 
     def _complete_in(self, s: Session, batch, items, now) -> list[TenureError | None]:
@@ -313,7 +315,8 @@ class Jobs(_JobsBase):
         return out
 
     def fail_many(self, items: Sequence[tuple[Lease, Any]], *, backoff_base_ms: int | None = None,
-                  backoff_cap_ms: int | None = None, dead: bool = False) -> list[Job | TenureError]:
+                  backoff_cap_ms: int | None = None, dead: bool = False,
+                  cancel: threading.Event | None = None) -> list[Job | TenureError]:
         store = self._store
         base = DEFAULT_BACKOFF_BASE_MS if backoff_base_ms is None else backoff_base_ms
         cap = DEFAULT_BACKOFF_CAP_MS if backoff_cap_ms is None else backoff_cap_ms
@@ -324,7 +327,7 @@ class Jobs(_JobsBase):
                                 delay_ms=backoff_ms(lease.attempt, rand, base, cap), dead=dead,
                                 generation=lease.generation, jitter=0.5 + rand / 2))
         now = store._now()
-        with store._transaction_session() as s:
+        with store._transaction_session(cancel) as s:
             rows = {r[0]: r for r in s.job_fail(batch, now)}
             dead_rows = [r for r in rows.values() if r[3] == "dead" and r[19]]
             if dead_rows:

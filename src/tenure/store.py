@@ -130,11 +130,11 @@ class Store:
                 "forever for its commit: use tx.jobs inside the block")
 
     @contextmanager
-    def _session(self) -> Iterator[Session]:
+    def _session(self, cancel: threading.Event | None = None) -> Iterator[Session]:
         self._check_root()
         self._ensure_open()
         try:
-            with self.engine.session() as s:
+            with self.engine.session(cancel) as s:
                 yield s
         except TenureError:
             raise
@@ -145,11 +145,11 @@ class Store:
             raise err from exc
 
     @contextmanager
-    def _transaction_session(self) -> Iterator[Session]:
+    def _transaction_session(self, cancel: threading.Event | None = None) -> Iterator[Session]:
         self._check_root()
         self._ensure_open()
         try:
-            with self.engine.transaction() as s:
+            with self.engine.transaction(cancel) as s:
                 yield s
         except TenureError:
             raise

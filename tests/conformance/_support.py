@@ -74,6 +74,39 @@ class Target:
         finally:
             conn.close()
 
+    def tables(self) -> set[str]:
+        """The table names in the database (sqlite_master / the current PostgreSQL schema)."""
+        conn = self.raw()
+        try:
+            if self.engine == "sqlite":
+                rows = conn.execute("select name from sqlite_master where type = 'table'").fetchall()
+            else:
+                rows = conn.execute(
+                    "select table_name from information_schema.tables where table_schema = current_schema()"
+                ).fetchall()
+            return {r[0] for r in rows}
+        finally:
+            conn.close()
+
+    def tenure_tables(self) -> set[str]:
+        """tenure's own (namespaced) tables."""
+        return {t for t in self.tables() if t.lower().lstrip("_").startswith("tenure")}
+
+    def checkpoint_rows(self, run_id: str) -> list[tuple[str, int]]:
+        """``(node_id, generation)`` of the checkpoint rows stored for ``run_id``, read with raw SQL
+        over the columns 2.13 names. The only way to observe a settled job's checkpoints."""
+        (table,) = [t for t in self.tenure_tables() if "checkpoint" in t.lower()]
+        mark = "?" if self.engine == "sqlite" else "%s"
+        conn = self.raw()
+        try:
+            rows = conn.execute(
+                f"select node_id, generation from {table} where run_id = {mark} order by node_id, generation",
+                (run_id,),
+            ).fetchall()
+            return [tuple(r) for r in rows]
+        finally:
+            conn.close()
+
 
 def ph(store) -> str:
     """The app-SQL placeholder for the store's dialect."""

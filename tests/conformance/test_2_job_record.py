@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sqlite3
+from datetime import timedelta
 from itertools import count
 
 import pytest
@@ -21,20 +22,6 @@ JOB_FIELDS = [
 ]  # fmt: skip
 
 
-def _tables(target) -> set[str]:
-    conn = target.raw()
-    try:
-        if target.engine == "sqlite":
-            rows = conn.execute("select name from sqlite_master where type = 'table'").fetchall()
-        else:
-            rows = conn.execute(
-                "select table_name from information_schema.tables where table_schema = current_schema()"
-            ).fetchall()
-        return {r[0] for r in rows}
-    finally:
-        conn.close()
-
-
 def test_2_1_queue_tables_are_internal_and_created_on_open(store, target, clock):
     """JOBS-FORMAT checklist 2.1: the queue works on a fresh database with no setup; its two tables
     (jobs, checkpoints) are tenure's own, namespaced, and never collide with the app's tables."""
@@ -42,7 +29,7 @@ def test_2_1_queue_tables_are_internal_and_created_on_open(store, target, clock)
     job_id = jobs.enqueue("k", {"n": 1})
     assert jobs.get(job_id).state == "pending"
 
-    tenure_tables = {t for t in _tables(target) if t.lower().lstrip("_").startswith("tenure")}
+    tenure_tables = target.tenure_tables()
     assert any("job" in t and "checkpoint" not in t for t in tenure_tables), tenure_tables
     assert any("checkpoint" in t for t in tenure_tables), tenure_tables
 
@@ -141,7 +128,7 @@ _json_values = st.recursive(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(payload=_json_values, result=_json_values)
 def test_2_4_payload_and_result_round_trip_json(jobs, payload, result):
     """JOBS-FORMAT checklist 2.4: any JSON value round-trips as payload and as result."""
@@ -205,9 +192,10 @@ def test_2_6_run_at_is_the_eligibility_time(jobs, clock):
 
 
 def test_2_6_delay_is_run_at_relative_to_now(jobs, clock):
-    """JOBS-FORMAT checklist 2.6: ``delay`` schedules through the same run_at mechanism."""
+    """JOBS-FORMAT checklist 2.6: ``delay`` schedules through the same run_at mechanism (a
+    timedelta: tenure's bare-number delay is in seconds)."""
     t = clock()
-    job_id = jobs.enqueue("k", delay=250)
+    job_id = jobs.enqueue("k", delay=timedelta(milliseconds=250))
     assert jobs.get(job_id).run_at == t + 250
     clock.set(t + 249)
     assert jobs.claim(["k"], owner="w") is None
@@ -338,7 +326,7 @@ def test_2_12_timestamps_from_store_clock(jobs, clock):
     assert jobs.get(other).updated_at == t
 
 
-def test_2_13_checkpoints_keyed_by_job_id(jobs):
+def test_2_13_checkpoints_keyed_by_job_id(jobs, target):
     """JOBS-FORMAT checklist 2.13: checkpoints are saved under the job id (run id = job id) and
     read back by that run only."""
     jobs.enqueue("k", id="r1")
@@ -351,6 +339,20 @@ def test_2_13_checkpoints_keyed_by_job_id(jobs):
     cp2.save("a", "other run")
     assert cp1.load() == {"a": {"x": [1, 2]}, "b": None}
     assert cp2.load() == {"a": "other run"}
+    assert target.checkpoint_rows("r1") == [("a", 1), ("b", 1)]
+    assert target.checkpoint_rows("r2") == [("a", 1)]
+
+
+def test_2_13_checkpoints_stamped_with_the_writers_generation(jobs, clock, target):
+    """JOBS-FORMAT checklist 2.13: each checkpoint row carries the generation of the attempt that
+    wrote it."""
+    jobs.enqueue("k", id="r")
+    for _ in range(2):
+        lease = claim1(jobs, lease_ms=100).lease
+        clock.set(lease.expires_at)
+    lease = claim1(jobs).lease
+    jobs.checkpoints(lease).save("n", 3)
+    assert target.checkpoint_rows("r") == [("n", 3)]
 
 
 # -- 2.14: upgrading a pre-fence database ---------------------------------------------------------

@@ -65,7 +65,9 @@ def test_3_2_claimable_states_and_run_at(jobs, clock):
     clock.set(run_at - 1)
     assert jobs.claim(["k"], owner="w") is None
     clock.set(run_at)
-    assert claim1(jobs).job.id == "failed"
+    claim = claim1(jobs)
+    assert claim.job.id == "failed"
+    jobs.complete(claim.lease)
     clock.advance(10**9)
     assert jobs.claim(["k"], owner="w") is None
 
@@ -109,7 +111,9 @@ def test_3_4_unhandled_kind_stays_pending(jobs, clock):
     attempts 0, is counted, and is never dead-lettered."""
     b = jobs.enqueue("b", max_attempts=1)
     a = jobs.enqueue("a")
-    assert claim1(jobs, kinds=["a"]).job.id == a
+    claim = claim1(jobs, kinds=["a"])
+    assert claim.job.id == a
+    jobs.complete(claim.lease)
     for _ in range(5):
         clock.advance(60_000)
         assert jobs.claim(["a"], owner="w") is None

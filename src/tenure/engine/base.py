@@ -13,6 +13,7 @@ text), so the semantics layer never sees a driver type. ``now`` is an epoch-ms i
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -113,6 +114,11 @@ class Session(abc.ABC):
         """Fenced: new token and expiry, same generation. None when the fence refuses."""
 
     @abc.abstractmethod
+    def job_lock(self, job_id: str, token: str, now: int | None) -> bool:
+        """Inside a transaction: check the fence (and on PostgreSQL lock the row, ``FOR UPDATE``)
+        so a handler transaction fails fast; the completion re-checks it at commit."""
+
+    @abc.abstractmethod
     def job_complete(self, items: Sequence[Settle], now: int | None) -> set[str]:
         """Fenced completions; answers the ids that settled. Prunes each settled job's
         checkpoints of generations <= the settling one, in the same transaction."""
@@ -192,11 +198,13 @@ class Engine(abc.ABC):
     def close(self) -> None: ...
 
     @abc.abstractmethod
-    def session(self) -> AbstractContextManager[Session]:
-        """A session for one root call, autocommitting each statement."""
+    def session(self, cancel: threading.Event | None = None) -> AbstractContextManager[Session]:
+        """A session for one root call, autocommitting each statement. While it waits for a
+        connection (or the gate), a set ``cancel`` withdraws it with
+        :class:`tenure.errors.OperationWithdrawn` before anything runs."""
 
     @abc.abstractmethod
-    def transaction(self) -> AbstractContextManager[Session]:
+    def transaction(self, cancel: threading.Event | None = None) -> AbstractContextManager[Session]:
         """A session inside one write transaction: committed on normal exit, rolled back on error."""
 
     @abc.abstractmethod

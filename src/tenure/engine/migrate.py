@@ -30,9 +30,9 @@ def load_migrations(package: str) -> list[Migration]:
 
 def split_statements(sql: str) -> list[str]:
     """Split a migration into statements on ``;`` at line ends, dropping ``--`` comment lines.
-    (Migrations keep ``;`` out of string literals and bodies; PostgreSQL function bodies use
-    ``$$`` blocks, which are kept whole.)"""
-    statements, current, in_dollar = [], [], False
+    (Migrations keep ``;`` out of string literals; PostgreSQL ``$$`` bodies and SQLite trigger
+    ``BEGIN``/``END;`` bodies are kept whole.)"""
+    statements, current, in_dollar, in_block = [], [], False, False
     for line in sql.splitlines():
         stripped = line.strip()
         if not in_dollar and (not stripped or stripped.startswith("--")):
@@ -40,7 +40,11 @@ def split_statements(sql: str) -> list[str]:
         current.append(line)
         if stripped.count("$$") % 2 == 1:
             in_dollar = not in_dollar
-        if not in_dollar and stripped.endswith(";"):
+        if stripped.upper() == "BEGIN":  # a SQLite trigger body: keep it whole
+            in_block = True
+        elif in_block and stripped.upper() == "END;":
+            in_block = False
+        if not in_dollar and not in_block and stripped.endswith(";"):
             statements.append("\n".join(current).rstrip().rstrip(";"))
             current = []
     if current and "".join(current).strip():

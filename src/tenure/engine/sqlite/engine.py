@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ...errors import (
     InvalidURL,
+    OperationWithdrawn,
     ReadOnlyStore,
     SchemaTooNew,
     StorageError,
@@ -55,6 +56,12 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
     # -- jobs ----------------------------------------------------------------------------------
     def job_insert(self, jobs: Sequence[NewJob], now: int | None) -> list[tuple[str, bool]]:
         now = _wall_ms() if now is None else now
+        if len(jobs) == 1:
+            return self._insert(jobs, now)
+        with _atomic(self._conn):
+            return self._insert(jobs, now)
+
+    def _insert(self, jobs: Sequence[NewJob], now: int) -> list[tuple[str, bool]]:
         conn = self._conn
         out: list[tuple[str, bool]] = []
         if len(jobs) > 1 and all(j.singleton_key is None for j in jobs):
@@ -85,22 +92,28 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
     def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit) -> list[JobRow]:
         now = _wall_ms() if now is None else now
         conn = self._conn
-        limits = conn.execute(Q.QUEUE_LIMITS).fetchall()
-        if limits and queues is not None:
-            limits = [lim for lim in limits if lim[0] in queues]
-        if not limits:
-            return conn.execute(_claim_sql(kinds, queues, ()), _claim_params(
-                kinds, queues, owner, lease_ms, now, limit)).fetchall()
-        # Limited queues: claim inside one write transaction, so counting and leasing cannot be
-        # raced by another process (SQLite has one writer).
-        own_tx = not conn.in_transaction
-        if own_tx:
-            conn.execute("BEGIN IMMEDIATE")
-        try:
-            limited = [lim[0] for lim in limits]
-            rows = conn.execute(_claim_sql(kinds, queues, limited), _claim_params(
-                kinds, queues, owner, lease_ms, now, limit, limited)).fetchall()
-            for name, conc, group_limit in limits:
+        wanted = None if queues is None else set(queues)
+        free, limited = [], []
+        for name, paused, conc, group_limit in conn.execute(Q.QUEUE_REGISTRY):
+            if paused or (wanted is not None and name not in wanted):
+                continue
+            if conc is None and group_limit is None:
+                free.append(name)
+            else:
+                limited.append((name, conc, group_limit))
+        if not limited:
+            if not free:
+                return []
+            return conn.execute(_claim_sql(len(free), kinds is not None, False),
+                                _claim_params(kinds, free, owner, lease_ms, now, limit)).fetchall()
+        # Limited queues: count and lease inside one write transaction, so no other process can
+        # race past a limit (SQLite has one writer).
+        with _atomic(conn):
+            rows = []
+            if free:
+                rows = conn.execute(_claim_sql(len(free), kinds is not None, False),
+                                    _claim_params(kinds, free, owner, lease_ms, now, limit)).fetchall()
+            for name, conc, group_limit in limited:
                 while len(rows) < limit:
                     if conc is not None:
                         leased = conn.execute(Q.LEASED_IN_QUEUE, (name, now)).fetchone()[0]
@@ -108,39 +121,33 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
                             break
                     params = _claim_params(kinds, [name], owner, lease_ms, now, 1)
                     if group_limit is not None:
-                        full = [r[0] for r in conn.execute(Q.SATURATED_GROUPS, (name, now, group_limit))]
-                        params["full_groups"] = json.dumps(full)
-                    sql = _claim_sql(kinds, [name], (), one_queue=True,
-                                     group_filter=group_limit is not None)
-                    got = conn.execute(sql, params).fetchall()
+                        params["full_groups"] = json.dumps(
+                            [r[0] for r in conn.execute(Q.SATURATED_GROUPS, (name, now, group_limit))])
+                    got = conn.execute(_claim_sql(1, kinds is not None, group_limit is not None),
+                                       params).fetchall()
                     if not got:
                         break
                     rows.extend(got)
-            if own_tx:
-                conn.execute("COMMIT")
             return rows
-        except BaseException:
-            if own_tx and conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
 
     def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
         now = _wall_ms() if now is None else now
         return self._conn.execute(Q.RENEW, {"id": job_id, "token": token, "lease_ms": lease_ms,
                                             "now": now}).fetchone()
 
+    def job_lock(self, job_id: str, token: str, now: int | None) -> bool:
+        now = _wall_ms() if now is None else now
+        return self._conn.execute(Q.LOCK, {"id": job_id, "token": token, "now": now}).fetchone() is not None
+
     def job_complete(self, items: Sequence[Settle], now: int | None) -> set[str]:
         now = _wall_ms() if now is None else now
         conn = self._conn
-        done: set[str] = set()
         with _atomic(conn):
-            for it in items:
-                row = conn.execute(Q.COMPLETE, {"id": it.job_id, "token": it.token, "result": it.result,
-                                                "now": now}).fetchone()
-                if row is not None:
-                    done.add(it.job_id)
-                    conn.execute(Q.PRUNE_CHECKPOINTS, (it.job_id, row[0]))
-        return done
+            rows = conn.execute(Q.COMPLETE, {"items": json.dumps(
+                [[it.job_id, it.token, it.result] for it in items]), "now": now}).fetchall()
+            if rows:
+                conn.execute(Q.PRUNE_CHECKPOINTS, {"settled": json.dumps(rows)})
+        return {r[0] for r in rows}
 
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
         now = _wall_ms() if now is None else now
@@ -215,44 +222,31 @@ def _insert_params(j: NewJob, now: int) -> dict[str, Any]:
     }
 
 
-_CLAIM_CACHE: dict[tuple, str] = {}
+_CLAIM_CACHE: dict[tuple[int, bool, bool], str] = {}
 
 
-def _claim_sql(kinds, queues, excluded: Sequence[str], one_queue: bool = False,
-               group_filter: bool = False) -> str:
-    """The claim statement for this shape of call (cached: the text depends only on the shape)."""
-    one = one_queue or (queues is not None and len(queues) == 1)
-    key = (kinds is None, queues is None, one, bool(excluded), group_filter)
+def _claim_sql(n_queues: int, by_kind: bool, group_filter: bool) -> str:
+    """The claim statement for ``n_queues`` queue heads (cached: it depends only on the shape)."""
+    key = (n_queues, by_kind, group_filter)
     sql = _CLAIM_CACHE.get(key)
     if sql is None:
-        if one:
-            queue_filter, index = Q.ONE_QUEUE_FILTER, Q.INDEX_QUEUE
-        elif queues is None:
-            queue_filter, index = "", Q.INDEX_ANY
-        else:
-            queue_filter, index = Q.QUEUE_FILTER, Q.INDEX_ANY
-        if excluded:
-            queue_filter += " AND j.queue NOT IN (SELECT value FROM json_each(:excluded))"
-        if group_filter:
-            queue_filter += (" AND (j.group_key IS NULL OR j.group_key NOT IN"
-                             " (SELECT value FROM json_each(:full_groups)))")
-        sql = Q.CLAIM.format(index=index, kind_filter="" if kinds is None else Q.KIND_FILTER,
-                             queue_filter=queue_filter)
+        kind = Q.KIND_FILTER if by_kind else ""
+        group = Q.GROUP_FILTER if group_filter else ""
+        heads = [Q.CLAIM_QUEUE_HEAD.format(i=i, kind_filter=kind, group_filter=group,
+                                           singleton_filter=Q.SINGLETON_FILTER) for i in range(n_queues)]
+        heads.append(Q.CLAIM_EXPIRED.format(kind_filter=kind, group_filter=group))
+        sql = Q.CLAIM.format(heads="\n    UNION ALL".join(heads))
         _CLAIM_CACHE[key] = sql
     return sql
 
 
-def _claim_params(kinds, queues, owner, lease_ms, now, limit, excluded=()) -> dict[str, Any]:
-    params: dict[str, Any] = {"owner": owner, "lease_ms": lease_ms, "now": now, "limit": limit}
+def _claim_params(kinds, queues: list[str], owner, lease_ms, now, limit) -> dict[str, Any]:
+    params: dict[str, Any] = {"owner": owner, "lease_ms": lease_ms, "now": now, "limit": limit,
+                              "queues": json.dumps(queues)}
     if kinds is not None:
         params["kinds"] = json.dumps(list(kinds))
-    if queues is not None:
-        if len(queues) == 1:
-            params["queue"] = queues[0]
-        else:
-            params["queues"] = json.dumps(list(queues))
-    if excluded:
-        params["excluded"] = json.dumps(list(excluded))
+    for i, name in enumerate(queues):
+        params[f"q{i}"] = name
     return params
 
 
@@ -427,19 +421,31 @@ class SQLiteEngine(Engine):
             raise StoreClosed("the store is closed")
         return conn
 
+    def _acquire(self, cancel: threading.Event | None) -> None:
+        if cancel is None:
+            self.gate.acquire()
+            return
+        while not self.gate.acquire(timeout=0.02):
+            if cancel.is_set():
+                raise OperationWithdrawn("withdrawn while waiting for the store gate; nothing ran")
+
     @contextmanager
-    def session(self) -> Iterator[SQLiteSession]:
-        with self.gate:
+    def session(self, cancel: threading.Event | None = None) -> Iterator[SQLiteSession]:
+        self._acquire(cancel)
+        try:
             conn = self._live()
             try:
                 yield SQLiteSession(conn)
             finally:
                 if conn.in_transaction:  # a failed statement inside an implicit batch
                     conn.execute("ROLLBACK")
+        finally:
+            self.gate.release()
 
     @contextmanager
-    def transaction(self) -> Iterator[SQLiteSession]:
-        with self.gate:
+    def transaction(self, cancel: threading.Event | None = None) -> Iterator[SQLiteSession]:
+        self._acquire(cancel)
+        try:
             conn = self._live()
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -449,6 +455,8 @@ class SQLiteEngine(Engine):
                     conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+        finally:
+            self.gate.release()
 
     def adopt(self, connection: Any) -> SQLiteSession:
         if not isinstance(connection, sqlite3.Connection):

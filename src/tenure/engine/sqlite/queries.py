@@ -9,43 +9,44 @@ from ..base import JOB_COLUMNS
 
 COLS = ", ".join(JOB_COLUMNS)
 
-_ELIGIBLE_FILTERS = """
-       {kind_filter}
-       {queue_filter}
-       AND NOT EXISTS (SELECT 1 FROM tenure_queues q WHERE q.name = j.queue AND q.paused = 1)
-       AND (j.singleton_key IS NULL OR j.policy NOT IN ('singleton', 'stately')
-            OR NOT EXISTS (SELECT 1 FROM tenure_jobs a WHERE a.queue = j.queue
-                           AND a.singleton_key = j.singleton_key AND a.state = 'leased'
-                           AND a.lease_until > :now AND a.id <> j.id))
-"""
+# A 'singleton'/'stately' job waits while another job with its key is leased (issue 5 policies).
+SINGLETON_FILTER = """
+        AND (j.singleton_key IS NULL OR j.policy NOT IN ('singleton', 'stately')
+             OR NOT EXISTS (SELECT 1 FROM tenure_jobs a INDEXED BY tenure_jobs_singleton
+                            WHERE a.queue = j.queue AND a.singleton_key = j.singleton_key
+                            AND a.state = 'leased' AND a.lease_until > :now AND a.id <> j.id))"""
+KIND_FILTER = "AND j.kind IN (SELECT value FROM json_each(:kinds))"
+GROUP_FILTER = ("AND (j.group_key IS NULL OR j.group_key NOT IN "
+                "(SELECT value FROM json_each(:full_groups)))")
 
-# One guarded statement: pick eligible ids (pending/failed due, or leased-expired), then lease
-# them, minting a token per row. Queue and group concurrency limits are applied by the engine
-# (it shrinks :limit and excludes saturated groups) inside the same write transaction.
+# The head of one queue: index-ordered, so the LIMIT stops the scan early (flat with depth).
+CLAIM_QUEUE_HEAD = """
+    SELECT * FROM (
+      SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j INDEXED BY tenure_jobs_claim
+      WHERE j.queue = :q{i} AND j.state IN ('pending', 'failed') AND j.run_at <= :now
+        {kind_filter} {group_filter} {singleton_filter}
+      ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)"""
+
+# Expired leases in the claimed queues: recovery is the next claim (JOBS-FORMAT §5).
+CLAIM_EXPIRED = """
+    SELECT * FROM (
+      SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j INDEXED BY tenure_jobs_leased
+      WHERE j.state = 'leased' AND j.lease_until <= :now
+        AND j.queue IN (SELECT value FROM json_each(:queues)) {kind_filter} {group_filter}
+      ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)"""
+
+# ONE guarded statement: merge the queue heads, lease the first :limit, mint a token per row.
 CLAIM = f"""
 UPDATE tenure_jobs SET state = 'leased', lease_owner = :owner, lease_until = :now + :lease_ms,
   lease_generation = lease_generation + 1, lease_token = lower(hex(randomblob(16))),
   attempts = attempts + 1, updated_at = :now
 WHERE id IN (
-  SELECT id FROM (
-    SELECT * FROM (
-      SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j {{index}}
-      WHERE j.state IN ('pending', 'failed') AND j.run_at <= :now {_ELIGIBLE_FILTERS}
-      ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)
-    UNION ALL
-    SELECT * FROM (
-      SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j
-      WHERE j.state = 'leased' AND j.lease_until <= :now {_ELIGIBLE_FILTERS}
-      ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)
+  SELECT id FROM ({{heads}}
   ) ORDER BY priority DESC, run_at, created_at, id LIMIT :limit)
 RETURNING {COLS}
 """
 
-KIND_FILTER = "AND j.kind IN (SELECT value FROM json_each(:kinds))"
-QUEUE_FILTER = "AND j.queue IN (SELECT value FROM json_each(:queues))"
-ONE_QUEUE_FILTER = "AND j.queue = :queue"
-INDEX_ANY = "INDEXED BY tenure_jobs_claim_any"
-INDEX_QUEUE = "INDEXED BY tenure_jobs_claim_queue"
+QUEUE_REGISTRY = "SELECT name, paused, concurrency_limit, group_limit FROM tenure_queues"
 
 INSERT = """
 INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
@@ -75,14 +76,28 @@ WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :
 RETURNING {COLS}
 """
 
-COMPLETE = """
-UPDATE tenure_jobs SET state = 'done', result = :result, lease_until = NULL, lease_owner = NULL,
-  updated_at = :now
+LOCK = """
+SELECT 1 FROM tenure_jobs
 WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :now
-RETURNING lease_generation
 """
 
-PRUNE_CHECKPOINTS = "DELETE FROM tenure_checkpoints WHERE run_id = ? AND generation <= ?"
+# Fenced completions of a batch in one statement; :items is a JSON array of [id, token, result].
+COMPLETE = """
+UPDATE tenure_jobs SET state = 'done', result = t.value ->> 2, lease_until = NULL, lease_owner = NULL,
+  updated_at = :now
+FROM json_each(:items) AS t
+WHERE tenure_jobs.id = t.value ->> 0 AND tenure_jobs.state = 'leased'
+  AND tenure_jobs.lease_token = t.value ->> 1 AND tenure_jobs.lease_until > :now
+RETURNING tenure_jobs.id, tenure_jobs.lease_generation
+"""
+
+# Prune settled runs' checkpoints, only generations at or below the settling one (§5);
+# :settled is a JSON array of [id, generation].
+PRUNE_CHECKPOINTS = """
+DELETE FROM tenure_checkpoints
+WHERE run_id IN (SELECT value ->> 0 FROM json_each(:settled))
+  AND generation <= (SELECT s.value ->> 1 FROM json_each(:settled) s WHERE s.value ->> 0 = run_id)
+"""
 
 FAIL = f"""
 UPDATE tenure_jobs SET
@@ -147,10 +162,6 @@ SELECT node_id, value, generation FROM tenure_checkpoints
 WHERE run_id = ? AND generation <= ? ORDER BY node_id
 """
 
-QUEUE_LIMITS = """
-SELECT name, concurrency_limit, group_limit FROM tenure_queues
-WHERE concurrency_limit IS NOT NULL OR group_limit IS NOT NULL
-"""
 LEASED_IN_QUEUE = "SELECT count(*) FROM tenure_jobs WHERE queue = ? AND state = 'leased' AND lease_until > ?"
 SATURATED_GROUPS = """
 SELECT group_key FROM tenure_jobs

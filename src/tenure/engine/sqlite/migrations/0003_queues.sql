@@ -14,17 +14,19 @@ ALTER TABLE tenure_jobs ADD COLUMN retry_delay_max_ms INTEGER;
 ALTER TABLE tenure_jobs ADD COLUMN keep_until INTEGER;
 ALTER TABLE tenure_jobs ADD COLUMN delete_after_ms INTEGER;
 
--- Claim paths: any queue (global priority order) and one queue; expired leases separately.
-CREATE INDEX IF NOT EXISTS tenure_jobs_claim_any
-  ON tenure_jobs (priority DESC, run_at, created_at, id) WHERE state IN ('pending', 'failed');
-CREATE INDEX IF NOT EXISTS tenure_jobs_claim_queue
+-- Claim path: one index per queue in priority order (a claim over several queues merges their
+-- index-ordered heads, so cost stays flat with depth); expired leases are found separately.
+-- Every index here is paid on each state change, so there are as few as the claim, the
+-- recovery and the sweep need (see docs/performance.md).
+CREATE INDEX IF NOT EXISTS tenure_jobs_claim
   ON tenure_jobs (queue, priority DESC, run_at, created_at, id) WHERE state IN ('pending', 'failed');
 CREATE INDEX IF NOT EXISTS tenure_jobs_leased
   ON tenure_jobs (lease_until) WHERE state = 'leased';
 CREATE INDEX IF NOT EXISTS tenure_jobs_settled
   ON tenure_jobs (updated_at) WHERE state IN ('done', 'dead', 'cancelled');
-CREATE INDEX IF NOT EXISTS tenure_jobs_state_kind ON tenure_jobs (state, kind, id);
 CREATE INDEX IF NOT EXISTS tenure_jobs_origin ON tenure_jobs (origin_id) WHERE origin_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tenure_jobs_singleton
+  ON tenure_jobs (queue, singleton_key, state) WHERE singleton_key IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS tenure_queues (
   name TEXT PRIMARY KEY,
@@ -82,3 +84,11 @@ CREATE TABLE IF NOT EXISTS tenure_workers (
   in_flight INTEGER NOT NULL DEFAULT 0,
   stats TEXT
 );
+
+-- Every queue a job names exists in the registry (so an all-queues claim can enumerate them),
+-- whoever inserted the job: tenure, or the application's own connection (the outbox).
+CREATE TRIGGER IF NOT EXISTS tenure_jobs_queue_registry AFTER INSERT ON tenure_jobs
+BEGIN
+  INSERT OR IGNORE INTO tenure_queues (name, created_at, updated_at)
+  VALUES (NEW.queue, NEW.created_at, NEW.created_at);
+END;

@@ -1,0 +1,224 @@
+"""The task API: decorate functions, enqueue them by calling ``.enqueue``, run a worker.
+
+```python
+app = tenure.App("sqlite:///jobs.db")
+
+@app.task(queue="emails", max_attempts=5, timeout=60)
+def send_email(to: str, subject: str) -> dict: ...
+
+handle = send_email.enqueue(to="a@b", subject="hi")
+handle.result(timeout=10)
+app.run_worker(concurrency=8)
+```
+A task's payload is ``{"args": [...], "kwargs": {...}}``; a task function that declares a ``ctx``
+parameter receives the :class:`tenure.worker.JobContext`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _validate as v
+from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultTimeout
+from .records import Job
+from .store import Store, connect
+
+log = logging.getLogger("tenure")
+
+_ENQUEUE_OPTIONS = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout", "singleton_key",
+                    "singleton_for", "group_key", "conn"}
+
+
+@dataclass(frozen=True)
+class Handle:
+    """A reference to one enqueued job."""
+
+    id: str | None
+    store: Store = field(repr=False)
+
+    def get(self) -> Job | None:
+        return None if self.id is None else self.store.jobs.get(self.id)
+
+    def result(self, timeout: float | None = None, *, poll: float = 0.005) -> Any:
+        """Wait for the job to settle and answer its stored result. Raises :class:`JobDead` (with the
+        last error) or :class:`JobCancelled`, or :class:`ResultTimeout` after ``timeout`` seconds.
+        Works across processes: it reads the store."""
+        if self.id is None:
+            raise InvalidArgument("this enqueue was deduplicated (no job id): there is no result to wait for")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = poll
+        while True:
+            job = self.store.jobs.get(self.id)
+            if job is None:
+                raise JobDead(f"job {self.id!r} no longer exists (swept?)", job_id=self.id)
+            if job.state == "done":
+                return job.result
+            if job.state == "dead":
+                raise JobDead(f"job {self.id!r} is dead after {job.attempts} attempt(s): {job.last_error}",
+                              job_id=self.id, last_error=job.last_error)
+            if job.state == "cancelled":
+                raise JobCancelled(f"job {self.id!r} was cancelled", job_id=self.id)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ResultTimeout(f"job {self.id!r} is still {job.state} after {timeout} s", job_id=self.id)
+            time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
+            delay = min(delay * 1.5, 0.1)
+
+    def cancel(self) -> bool:
+        return self.store.jobs.cancel(self.id)
+
+
+class Task:
+    """A function registered as a job kind."""
+
+    def __init__(self, app: App, fn: Callable[..., Any], name: str, options: dict[str, Any]) -> None:
+        self.app = app
+        self.fn = fn
+        self.name = name
+        self.options = options
+        self.wants_ctx = "ctx" in inspect.signature(fn).parameters
+        self.is_async = inspect.iscoroutinefunction(fn)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function directly, in this process (no queue)."""
+        return self.fn(*args, **kwargs)
+
+    def with_options(self, **options: Any) -> Task:
+        """The same task with other enqueue options (``delay``, ``priority``, ``queue``, ...)."""
+        unknown = set(options) - _ENQUEUE_OPTIONS
+        if unknown:
+            raise InvalidArgument(f"unknown enqueue options: {', '.join(sorted(unknown))}")
+        clone = Task(self.app, self.fn, self.name, {**self.options, **options})
+        return clone
+
+    def enqueue(self, *args: Any, **kwargs: Any) -> Handle:
+        """Enqueue a call; answers a :class:`Handle` (``.id``, ``.result()``)."""
+        payload = {"args": list(args), "kwargs": kwargs}
+        job_id = self.app.store.jobs.enqueue(self.name, payload, **self.options)
+        return Handle(job_id, self.app.store)
+
+    async def enqueue_async(self, *args: Any, **kwargs: Any) -> Handle:
+        """``enqueue`` without blocking the event loop (runs on a thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.enqueue, *args, **kwargs)
+
+    def handler(self) -> Callable[..., Any]:
+        """The ``(payload, ctx)`` handler a worker runs for this task."""
+        fn, wants_ctx = self.fn, self.wants_ctx
+
+        def split(payload: Any, ctx: Any) -> tuple[list, dict]:
+            if not isinstance(payload, dict):
+                payload = {"args": [] if payload is None else [payload], "kwargs": {}}
+            args, kwargs = list(payload.get("args") or []), dict(payload.get("kwargs") or {})
+            if wants_ctx:
+                kwargs["ctx"] = ctx
+            return args, kwargs
+
+        if self.is_async:
+            async def run_async(payload: Any, ctx: Any) -> Any:
+                args, kwargs = split(payload, ctx)
+                return await fn(*args, **kwargs)
+
+            return run_async
+
+        def run(payload: Any, ctx: Any) -> Any:
+            args, kwargs = split(payload, ctx)
+            return fn(*args, **kwargs)
+
+        return run
+
+
+class App:
+    """A registry of tasks bound to one store."""
+
+    def __init__(self, url: str | None = None, *, store: Store | None = None, **connect_options: Any) -> None:
+        self._url = url
+        self._store = store
+        self._connect_options = connect_options
+        self.tasks: dict[str, Task] = {}
+        self.periodic_tasks: list[dict[str, Any]] = []
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = connect(self._url, **self._connect_options)
+        return self._store
+
+    def task(self, fn: Callable[..., Any] | None = None, *, name: str | None = None, **options: Any):
+        """Register a function as a task (usable bare, ``@app.task``, or ``@app.task(queue=...)``)."""
+        unknown = set(options) - _ENQUEUE_OPTIONS
+        if unknown:
+            raise InvalidArgument(f"unknown task options: {', '.join(sorted(unknown))}")
+
+        def register(f: Callable[..., Any]) -> Task:
+            if not callable(f):
+                raise InvalidType("@app.task decorates a function")
+            kind = name or f"{f.__module__}.{f.__qualname__}"
+            v.name(kind, "task name")
+            if kind in self.tasks:
+                raise InvalidArgument(f"a task named {kind!r} is already registered")
+            t = Task(self, f, kind, options)
+            self.tasks[kind] = t
+            return t
+
+        return register(fn) if fn is not None else register
+
+    def handlers(self) -> dict[str, Callable[..., Any]]:
+        return {kind: t.handler() for kind, t in self.tasks.items()}
+
+    def create_worker(self, **options: Any):
+        if not self.tasks:
+            raise InvalidArgument("this app has no tasks to run")
+        return self.store.jobs.create_worker(self.handlers(), **options)
+
+    def run_worker(self, *, concurrency: int = 1, queues: str | list[str] | None = None,
+                   install_signals: bool = True, ready: threading.Event | None = None,
+                   stop_event: threading.Event | None = None, **options: Any) -> int:
+        """Run a worker until SIGINT/SIGTERM (graceful: in-flight jobs get ``stop_grace``); a second
+        signal stops at once. Answers how many jobs it settled."""
+        worker = self.create_worker(concurrency=concurrency, queues=queues, **options)
+        stop = stop_event or threading.Event()
+        signals = [0]
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            signals[0] += 1
+            if signals[0] >= 2:
+                log.warning("tenure worker: second signal, stopping now (in-flight jobs are "
+                            "reclaimed after their lease)")
+                os._exit(130)
+            if signals[0] == 1:
+                log.info("tenure worker: %s received, stopping gracefully (again to stop now)",
+                         signal.Signals(signum).name)
+            stop.set()
+
+        previous = {}
+        if install_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, on_signal)
+        try:
+            worker.start()
+            log.info("tenure worker started: store=%s queues=%s kinds=%s concurrency=%d owner=%s",
+                     self.store, ",".join(worker.queues or ["*"]), ",".join(worker.kinds), concurrency,
+                     worker.owner)
+            if ready is not None:
+                ready.set()
+            while not stop.wait(0.2):
+                pass
+            result = worker.stop()
+            stats = worker.stats()
+            log.info("tenure worker stopped: drained=%s in_flight=%d completed=%d failed=%d",
+                     result.drained, result.in_flight, stats["completions"], stats["failures"])
+            return stats["completions"] + stats["failures"]
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

@@ -1,0 +1,652 @@
+"""The PostgreSQL engine: a psycopg 3 connection pool, MVCC instead of a gate, LISTEN/NOTIFY wake-up.
+
+Why it looks the way it does:
+
+* **No gate** (``exclusive_gate = False``). PostgreSQL has many writers; a claim locks its rows
+  with ``FOR UPDATE SKIP LOCKED`` so concurrent claimers pass each other, and every settling
+  statement carries the fence in its own ``WHERE`` clause.
+* **The database's clock.** ``now=None`` means ``clock_timestamp()`` on the server, read once per
+  statement, so hosts with skewed clocks agree on who holds a lease.
+* **Sessions autocommit**; a multi-statement operation (a limited claim, a chunked bulk insert)
+  opens its own transaction, or joins the caller's when there is one.
+* **A dead connection never poisons the pool**: a connection idle for more than
+  :data:`CHECK_IDLE_AFTER` seconds is checked (one empty round trip) before it is handed out,
+  and one that broke in use is discarded by the pool when it comes back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import threading
+import time
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql as pgsql
+from psycopg.pq import ConnStatus, TransactionStatus
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+
+from ...errors import (
+    InvalidArgument,
+    InvalidType,
+    InvalidURL,
+    ReadOnlyStore,
+    SchemaTooNew,
+    StorageError,
+    StorageFull,
+    StoreBusy,
+    StoreClosed,
+    StoreUnavailable,
+    TenureError,
+)
+from .. import redact_url
+from ..base import Engine, JobRow, NewJob, Session, Settle, Watcher, iter_chunks
+from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
+from . import queries as Q
+from .insights import PostgresInsightsMixin
+from .maintenance import PostgresMaintenanceMixin
+from .queues import PostgresQueuesMixin
+
+#: A pooled connection idle longer than this is checked before use (after a server restart every
+#: idle connection is dead; one returned a moment ago almost never is, and skipping its check
+#: saves a round trip on the hot path).
+CHECK_IDLE_AFTER = 1.0
+#: Rows per INSERT statement of a bulk enqueue (bounded parameter size; one transaction overall).
+INSERT_CHUNK = 5_000
+#: Options tenure reads from the URL's query string (everything else goes to libpq).
+URL_OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout")
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresInsightsMixin, Session):
+    dialect = "postgres"
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+
+    # -- clock --------------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return self._conn.execute(Q.NOW_MS).fetchone()[0]
+
+    # -- jobs ----------------------------------------------------------------------------------
+    def job_insert(self, jobs: Sequence[NewJob], now: int | None) -> list[tuple[str, bool]]:
+        if not jobs:
+            return []
+        conn = self._conn
+        if len(jobs) == 1:
+            row = conn.execute(Q.INSERT, _insert_params(jobs[0], now)).fetchone()
+            inserted = {row[0]} if row else set()
+        else:
+            inserted = set()
+            with _atomic(conn):
+                for chunk in iter_chunks(jobs, INSERT_CHUNK):
+                    cur = conn.execute(Q.INSERT_MANY, _insert_arrays(chunk, now))
+                    inserted.update(r[0] for r in cur.fetchall())
+        if len(inserted) == len(jobs):
+            return [(j.id, True) for j in jobs]
+        # Some were not written: an existing id answers itself; a uniqueness-policy duplicate
+        # answers the job that holds the key.
+        answered: set[str] = set()
+        refused = [j for j in jobs if j.id not in inserted]
+        existing = {r[0] for r in conn.execute(Q.EXISTING_IDS, {"ids": [j.id for j in refused]})}
+        out: list[tuple[str, bool]] = []
+        for j in jobs:
+            if j.id in inserted and j.id not in answered:
+                answered.add(j.id)
+                out.append((j.id, True))
+            elif j.id in existing or j.id in inserted:
+                out.append((j.id, False))
+            else:
+                row = conn.execute(Q.FIND_SINGLETON, {"queue": j.queue, "singleton_key": j.singleton_key,
+                                                      "singleton_on": j.singleton_on}).fetchone()
+                out.append((row[0] if row else j.id, False))
+        return out
+
+    def job_get(self, job_id: str) -> JobRow | None:
+        return self._conn.execute(Q.GET, {"id": job_id}).fetchone()
+
+    def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit) -> list[JobRow]:
+        conn = self._conn
+        limits = conn.execute(Q.QUEUE_LIMITS).fetchall()
+        if limits and queues is not None:
+            limits = [lim for lim in limits if lim[0] in queues]
+        if not limits:
+            return conn.execute(_claim_sql(kinds, queues), _claim_params(
+                kinds, queues, owner, lease_ms, now, limit)).fetchall()
+        # Limited queues: every claimer of such a queue takes its advisory lock (in name order, so
+        # two claimers never wait on each other in a cycle) and holds it to the end of this
+        # transaction; each statement below then sees every committed lease, so the count is exact
+        # across processes. Unlimited queues are claimed first, in one statement, without a lock.
+        limited = [lim[0] for lim in limits]
+        rows: list[JobRow] = []
+        with _atomic(conn):
+            if queues is None or any(q not in limited for q in queues):
+                rows = conn.execute(_claim_sql(kinds, queues, excluded=True), _claim_params(
+                    kinds, queues, owner, lease_ms, now, limit, excluded=limited)).fetchall()
+            for name, conc, group_limit, serial in limits:
+                if len(rows) >= limit:
+                    break
+                conn.execute(Q.LOCK_QUEUE, {"name": name})
+                while len(rows) < limit:
+                    want = limit - len(rows)
+                    if conc is not None:
+                        leased = conn.execute(Q.LEASED_IN_QUEUE, {"queue": name, "now": now}).fetchone()[0]
+                        if leased >= conc:
+                            break
+                        want = min(want, conc - leased)
+                    params = _claim_params(kinds, [name], owner, lease_ms, now, want)
+                    if group_limit is not None or serial:
+                        # One at a time: each claim changes which groups are full / which singleton
+                        # keys are taken, and the next statement must see it.
+                        params["limit"] = want = 1
+                    if group_limit is not None:
+                        params["full_groups"] = [r[0] for r in conn.execute(
+                            Q.SATURATED_GROUPS, {"queue": name, "now": now, "group_limit": group_limit})]
+                    sql = _claim_sql(kinds, [name], group_filter=group_limit is not None)
+                    got = conn.execute(sql, params).fetchall()
+                    rows.extend(got)
+                    if len(got) < want:
+                        break
+        return rows
+
+    def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
+        return self._conn.execute(Q.RENEW, {"id": job_id, "token": token, "lease_ms": lease_ms,
+                                            "now": now}).fetchone()
+
+    def job_complete(self, items: Sequence[Settle], now: int | None) -> set[str]:
+        if not items:
+            return set()
+        cur = self._conn.execute(Q.COMPLETE, {
+            "now": now, "ids": [it.job_id for it in items], "tokens": [it.token for it in items],
+            "results": [it.result for it in items]})
+        return {r[0] for r in cur.fetchall()}
+
+    def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
+        if not items:
+            return []
+        return self._conn.execute(Q.FAIL, {
+            "now": now, "ids": [it.job_id for it in items], "tokens": [it.token for it in items],
+            "errors": [it.error for it in items], "delays": [int(it.delay_ms) for it in items],
+            "deads": [bool(it.dead) for it in items], "jitters": [float(it.jitter) for it in items],
+        }).fetchall()
+
+    def job_cancel(self, job_id, token, now) -> JobRow | None:
+        if token is None:
+            return self._conn.execute(Q.CANCEL_QUEUED, {"id": job_id, "now": now}).fetchone()
+        return self._conn.execute(Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone()
+
+    def job_requeue(self, job_id, now) -> JobRow | None:
+        return self._conn.execute(Q.REQUEUE, {"id": job_id, "now": now}).fetchone()
+
+    def job_counts(self) -> dict[str, int]:
+        return dict(self._conn.execute(Q.COUNTS).fetchall())
+
+    def job_page(self, *, state, kind, queue, after, limit) -> list[JobRow]:
+        params = {"state": state, "kind": kind, "queue": queue, "after": after, "limit": limit}
+        return self._conn.execute(_page_sql(params), params).fetchall()
+
+    def job_sweep(self, settled_before: int, limit: int) -> int:
+        return self._conn.execute(Q.SWEEP, {"before": settled_before, "limit": limit}).fetchone()[0]
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def checkpoint_save(self, run_id, node_id, value, generation, token, now) -> bool:
+        cur = self._conn.execute(Q.CHECKPOINT_SAVE, {"run_id": run_id, "node_id": node_id, "value": value,
+                                                     "generation": generation, "token": token, "now": now})
+        return cur.rowcount == 1
+
+    def checkpoint_list(self, run_id, max_generation):
+        return self._conn.execute(Q.CHECKPOINT_LIST, {"run_id": run_id,
+                                                      "max_generation": max_generation}).fetchall()
+
+    # -- application SQL -------------------------------------------------------------------
+    def execute(self, sql: str, params: Any = None) -> Any:
+        return self._conn.execute(sql, params)
+
+    @property
+    def connection(self) -> psycopg.Connection:
+        return self._conn
+
+
+def _insert_params(j: NewJob, now: int | None) -> dict[str, Any]:
+    return {
+        "id": j.id, "kind": j.kind, "payload": j.payload, "run_at": j.run_at, "delay_ms": j.delay_ms,
+        "now": now, "max_attempts": j.max_attempts, "queue": j.queue, "priority": j.priority,
+        "timeout_ms": j.timeout_ms, "singleton_key": j.singleton_key, "singleton_on": j.singleton_on,
+        "policy": j.policy, "group_key": j.group_key, "dead_letter": j.dead_letter,
+        "origin_id": j.origin_id, "retry_delay_ms": j.retry_delay_ms,
+        "retry_backoff": None if j.retry_backoff is None else int(j.retry_backoff),
+        "retry_delay_max_ms": j.retry_delay_max_ms, "keep_until": j.keep_until,
+        "delete_after_ms": j.delete_after_ms, "last_error": j.last_error,
+    }
+
+
+def _insert_arrays(jobs: Sequence[NewJob], now: int | None) -> dict[str, Any]:
+    params: dict[str, Any] = {name: [] for name in Q.INSERT_MANY_ARRAYS}
+    for j in jobs:
+        for name, value in _insert_params(j, now).items():
+            if name != "now":
+                params[name].append(value)
+    params["now"] = now
+    return params
+
+
+_CLAIM_CACHE: dict[tuple, str] = {}
+
+
+def _claim_sql(kinds, queues, *, excluded: bool = False, group_filter: bool = False) -> str:
+    """The claim statement for this shape of call (cached: the text depends only on the shape)."""
+    one = queues is not None and len(queues) == 1
+    key = (kinds is None, queues is None, one, excluded, group_filter)
+    sql = _CLAIM_CACHE.get(key)
+    if sql is None:
+        if one:
+            queue_filter = Q.ONE_QUEUE_FILTER
+        elif queues is None:
+            queue_filter = ""
+        else:
+            queue_filter = Q.QUEUE_FILTER
+        if excluded:
+            queue_filter += Q.EXCLUDED_FILTER
+        if group_filter:
+            queue_filter += Q.GROUP_FILTER
+        sql = Q.CLAIM.format(kind_filter="" if kinds is None else Q.KIND_FILTER, queue_filter=queue_filter)
+        _CLAIM_CACHE[key] = sql
+    return sql
+
+
+def _claim_params(kinds, queues, owner, lease_ms, now, limit, excluded=()) -> dict[str, Any]:
+    params: dict[str, Any] = {"owner": owner, "lease_ms": lease_ms, "now": now, "limit": limit}
+    if kinds is not None:
+        params["kinds"] = list(kinds)
+    if queues is not None:
+        if len(queues) == 1:
+            params["queue"] = queues[0]
+        else:
+            params["queues"] = list(queues)
+    if excluded:
+        params["excluded"] = list(excluded)
+    return params
+
+
+_PAGE_CACHE: dict[tuple, str] = {}
+
+
+def _page_sql(params: dict[str, Any]) -> str:
+    key = tuple(params[name] is not None for name in Q.PAGE_FILTERS)
+    sql = _PAGE_CACHE.get(key)
+    if sql is None:
+        filters = "".join(text for name, text in Q.PAGE_FILTERS.items() if params[name] is not None)
+        sql = _PAGE_CACHE[key] = Q.PAGE.format(filters=filters)
+    return sql
+
+
+@contextmanager
+def _atomic(conn: psycopg.Connection) -> Iterator[None]:
+    """A transaction of its own on an autocommit connection, or nothing inside the caller's (an
+    explicit one, or the implicit one of a non-autocommit connection the application lent us)."""
+    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+        with conn.transaction():
+            yield
+    else:
+        yield
+
+
+# -- wake-up -------------------------------------------------------------------------------------
+
+
+class PostgresWatcher(Watcher):
+    """``LISTEN tenure_jobs`` on a dedicated connection (never a pooled one: a pooled connection
+    would carry the LISTEN to other users, and must not sit blocked).
+
+    ``wait`` selects on the connection's socket and a private pipe (so ``close`` from another
+    thread ends a wait at once), then drains every pending notification. If the connection is
+    lost it reconnects by itself with a capped exponential backoff, and answers True once it is
+    back: notifications sent while it was away are lost, so the caller must poll once.
+    """
+
+    BACKOFF_MIN = 0.05
+    BACKOFF_MAX = 2.0
+
+    def __init__(self, conninfo: str, schema: str | None, connect_kwargs: dict[str, Any]) -> None:
+        self._conninfo = conninfo
+        self._schema = schema
+        self._kwargs = connect_kwargs
+        self._conn: psycopg.Connection | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._woken = False  # a notification psycopg received while running a command
+        self._backoff = 0.0
+        self._next_attempt = 0.0
+        #: How many times the watcher re-established its LISTEN connection (a test signal).
+        self.reconnects = 0
+        self._rfd, self._wfd = os.pipe()
+        os.set_blocking(self._rfd, False)
+        os.set_blocking(self._wfd, False)
+        try:
+            self._connect()
+        except psycopg.Error:
+            self._conn = None  # the first wait retries (and answers True when it gets through)
+
+    def _connect(self) -> None:
+        conn = psycopg.connect(self._conninfo, autocommit=True, **self._kwargs)
+        try:
+            conn.add_notify_handler(self._on_notify)
+            if self._schema is None:
+                self._schema = conn.execute(Q.CURRENT_SCHEMA).fetchone()[0]
+            conn.execute(Q.LISTEN)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _on_notify(self, n: psycopg.Notify) -> None:
+        if n.channel == Q.CHANNEL and n.payload in ("", self._schema):
+            self._woken = True
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - it is already broken
+                pass
+
+    def _drain(self) -> bool:
+        """Consume every notification already received; True if one was for this store."""
+        conn = self._conn
+        assert conn is not None
+        pgconn = conn.pgconn
+        while (n := pgconn.notifies()) is not None:
+            if n.relname.decode() == Q.CHANNEL and n.extra.decode() in ("", self._schema):
+                self._woken = True
+        woken, self._woken = self._woken, False
+        return woken
+
+    def _reconnect(self, deadline: float) -> bool:
+        """One reconnect attempt once the backoff allows (waiting for it at most until
+        ``deadline``); True when connected."""
+        delay = self._next_attempt - time.monotonic()
+        if delay > 0:
+            budget = min(delay, deadline - time.monotonic())
+            if budget > 0:
+                ready, _, _ = select.select([self._rfd], [], [], budget)
+                if ready:
+                    return False
+            if time.monotonic() < self._next_attempt:
+                return False
+        try:
+            self._connect()
+        except psycopg.Error:
+            self._backoff = min(max(self._backoff * 2, self.BACKOFF_MIN), self.BACKOFF_MAX)
+            self._next_attempt = time.monotonic() + self._backoff
+            return False
+        self._backoff = 0.0
+        self.reconnects += 1
+        return True
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + max(float(timeout), 0.0)
+        with self._lock:
+            while not self._closed:
+                conn = self._conn
+                if conn is None or conn.closed or conn.pgconn.status != ConnStatus.OK:
+                    self._drop()
+                    if self._reconnect(deadline):
+                        return True
+                    if time.monotonic() >= deadline:
+                        return False
+                    continue
+                if self._drain():
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                try:
+                    ready, _, _ = select.select([conn.pgconn.socket, self._rfd], [], [], remaining)
+                except (OSError, ValueError):
+                    self._drop()
+                    continue
+                if self._rfd in ready:
+                    return False  # closing
+                if ready:
+                    try:
+                        conn.pgconn.consume_input()
+                    except psycopg.OperationalError:
+                        self._drop()  # lost: reconnect on the next turn
+                        continue
+            return False
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            os.write(self._wfd, b"x")
+        except OSError:
+            pass
+        with self._lock:
+            self._drop()
+            for fd in (self._rfd, self._wfd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
+# -- the engine ----------------------------------------------------------------------------------
+
+
+class PostgresEngine(Engine):
+    dialect = "postgres"
+    exclusive_gate = False
+
+    def __init__(self, url: str, *, schema: str | None = None, pool_min: int = 1, pool_max: int = 10,
+                 pool_timeout: float = 10.0, connect_timeout: int = 10, prepare_threshold: int | None = 5,
+                 application_name: str = "tenure") -> None:
+        parts = urlsplit(url)
+        if parts.scheme.lower() not in ("postgresql", "postgres", "postgresql+psycopg"):
+            raise InvalidURL(f"not a PostgreSQL URL: {redact_url(url)!r}")
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        ours = {k: v for k, v in query if k in URL_OPTIONS}
+        rest = [(k, v) for k, v in query if k not in URL_OPTIONS]
+        self.url = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest), parts.fragment))
+        self._password = parts.password
+        try:
+            self.schema = schema if schema is not None else ours.get("schema") or None
+            self.pool_min = int(ours.get("pool_min", pool_min))
+            self.pool_max = int(ours.get("pool_max", pool_max))
+            self.pool_timeout = float(ours.get("pool_timeout", pool_timeout))
+        except ValueError as exc:
+            raise InvalidURL(f"bad pool option in {redact_url(url)!r}: {exc}") from None
+        if self.schema is not None and not _SCHEMA_NAME.match(self.schema):
+            raise InvalidURL(f"schema must be a plain identifier (letters, digits, _), got {self.schema!r}")
+        if not 0 <= self.pool_min <= self.pool_max or self.pool_max < 1:
+            raise InvalidArgument(f"need 0 <= pool_min <= pool_max and pool_max >= 1, got "
+                                  f"{self.pool_min}/{self.pool_max}")
+        self.connect_timeout = int(connect_timeout)
+        self.prepare_threshold = prepare_threshold
+        extra: dict[str, Any] = {"application_name": application_name,
+                                 "connect_timeout": str(max(self.connect_timeout, 2))}
+        if self.schema is not None:
+            # search_path at connection start: tenure's tables first, the application's (public)
+            # still visible to tx.execute.
+            opts = dict(psycopg.conninfo.conninfo_to_dict(self.url)).get("options") or ""
+            extra["options"] = f"{opts} -c search_path={self.schema},public".strip()
+        try:
+            self.conninfo = psycopg.conninfo.make_conninfo(self.url, **extra)
+        except psycopg.ProgrammingError as exc:
+            raise InvalidURL(f"cannot parse {redact_url(url)!r}: {self._scrub(str(exc))}") from None
+        self._pool: ConnectionPool | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+        self._watchers: weakref.WeakSet[PostgresWatcher] = weakref.WeakSet()
+
+    def describe(self) -> str:
+        text = redact_url(self.url)
+        return text if self.schema is None else f"{text} (schema {self.schema})"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def open(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        try:
+            # A direct connection first: it surfaces the real reason (auth, unknown database, no
+            # server) where a pool would only time out.
+            with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                self._migrate(conn)
+            pool = ConnectionPool(
+                self.conninfo, min_size=self.pool_min, max_size=self.pool_max, open=False,
+                kwargs={"autocommit": True, "prepare_threshold": self.prepare_threshold},
+                check=_check_idle, reset=_mark_returned, timeout=self.pool_timeout,
+                name="tenure", num_workers=2)
+            pool.open(wait=self.pool_min > 0, timeout=max(self.connect_timeout, 2))
+        except TenureError:
+            raise
+        except Exception as exc:
+            err = self.classify(exc)
+            if isinstance(err, ReadOnlyStore):
+                raise ReadOnlyStore(f"cannot create tenure's tables in {self.describe()}: {err.message}") from exc
+            if err is exc:
+                raise
+            raise err from exc
+        with self._lock:
+            if self._closed:
+                pool.close()
+                raise StoreClosed("the store is closed")
+            self._pool = pool
+
+    def _migrate(self, conn: psycopg.Connection) -> None:
+        migrations = load_migrations(__package__)
+        latest = migrations[-1].version
+        wanted = {m.version for m in migrations}
+        if conn.execute(Q.MIGRATIONS_TABLE_EXISTS, {"schema": self.schema}).fetchone()[0]:
+            applied = {r[0] for r in conn.execute(Q.APPLIED_VERSIONS)}
+            self._refuse_newer(applied, latest)
+            if applied >= wanted:
+                return
+        # Under one advisory lock for the whole transaction: of N processes opening an empty
+        # database at once, one migrates and the others then find the work done.
+        with conn.transaction():
+            conn.execute(Q.MIGRATION_LOCK_TIMEOUT)
+            conn.execute(Q.MIGRATION_LOCK)
+            if self.schema is not None:
+                conn.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(self.schema)))
+            conn.execute(Q.MIGRATIONS_TABLE)
+            applied = {r[0] for r in conn.execute(Q.APPLIED_VERSIONS)}
+            self._refuse_newer(applied, latest)
+            for mig in migrations:
+                if mig.version in applied:
+                    continue
+                for stmt in split_statements(mig.sql):
+                    conn.execute(stmt)
+                conn.execute(Q.RECORD_MIGRATION, {"version": mig.version, "name": mig.name})
+
+    def _refuse_newer(self, applied: set[int], latest: int) -> None:
+        if applied and max(applied) > latest:
+            raise SchemaTooNew(f"{self.describe()} has tenure schema version {max(applied)}; this tenure "
+                               f"knows up to {latest}: {LATEST_VERSION_HINT}")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+            watchers = list(self._watchers)
+        for w in watchers:
+            w.close()
+        if pool is not None:
+            pool.close(timeout=5.0)
+
+    # -- sessions ----------------------------------------------------------------------------
+    def _live(self) -> ConnectionPool:
+        pool = self._pool
+        if pool is None or self._closed:
+            raise StoreClosed("the store is closed")
+        return pool
+
+    @contextmanager
+    def session(self) -> Iterator[PostgresSession]:
+        with self._live().connection() as conn:
+            yield PostgresSession(conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresSession]:
+        with self._live().connection() as conn:
+            with conn.transaction():
+                yield PostgresSession(conn)
+
+    def adopt(self, connection: Any) -> PostgresSession:
+        if not isinstance(connection, psycopg.Connection):
+            raise InvalidType(f"conn= must be a psycopg.Connection on a PostgreSQL store, got "
+                              f"{type(connection).__name__}")
+        if self.schema is not None:
+            current = connection.execute(Q.CURRENT_SCHEMA).fetchone()[0]
+            if current != self.schema:
+                raise InvalidArgument(
+                    f"conn= resolves tables in schema {current!r} but this store's tables are in "
+                    f"{self.schema!r}: connect it with options='-c search_path={self.schema},public'")
+        return PostgresSession(connection)
+
+    def watcher(self) -> PostgresWatcher:
+        self._live()
+        w = PostgresWatcher(self.conninfo, self.schema, {
+            # Detect a silently dropped connection (a partition, a killed host) within ~30 s.
+            "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3})
+        with self._lock:
+            if self._closed:
+                w.close()
+                raise StoreClosed("the store is closed")
+            self._watchers.add(w)
+        return w
+
+    def reset_for_tests(self) -> None:
+        with self.session() as s:
+            s.execute(Q.TRUNCATE)
+
+    # -- errors ------------------------------------------------------------------------------
+    def _scrub(self, text: str) -> str:
+        if self._password:
+            text = text.replace(self._password, "***")
+        return text
+
+    def classify(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, TenureError):
+            return exc
+        where = self.describe()
+        if isinstance(exc, PoolTimeout):
+            return StoreUnavailable(
+                f"no connection to {where} within {self.pool_timeout:g} s: the server is unreachable "
+                f"or all {self.pool_max} pooled connections are busy (raise pool_max or pool_timeout)")
+        if isinstance(exc, PoolClosed):
+            return StoreClosed("the store is closed")
+        if not isinstance(exc, psycopg.Error):
+            return exc
+        state = exc.sqlstate or ""
+        detail = self._scrub(" ".join(str(exc).split())) or type(exc).__name__
+        if state == "53100":
+            return StorageFull(f"the disk holding {where} is full; nothing was written ({detail})")
+        if state in ("55P03", "55006", "57014", "40P01") or state.startswith("40"):
+            return StoreBusy(f"{where} stayed locked or busy (SQLSTATE {state}): {detail}")
+        if state in ("25006", "42501"):
+            return ReadOnlyStore(f"{where} cannot be written (SQLSTATE {state}): {detail}")
+        if state.startswith("08") or state.startswith("57P") or state == "53300" or \
+                isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            return StoreUnavailable(f"lost or could not reach {where}: {detail}")
+        return StorageError(f"PostgreSQL error on {where} (SQLSTATE {state or 'none'}): {detail}")
+
+
+def _check_idle(conn: psycopg.Connection) -> None:
+    """The pool's check: one empty round trip, only for a connection idle long enough that the
+    server may have dropped it (a restart, an idle timeout); raising discards it."""
+    if time.monotonic() - getattr(conn, "_tenure_returned", 0.0) > CHECK_IDLE_AFTER:
+        ConnectionPool.check_connection(conn)
+
+
+def _mark_returned(conn: psycopg.Connection) -> None:
+    conn._tenure_returned = time.monotonic()  # type: ignore[attr-defined]

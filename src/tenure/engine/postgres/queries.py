@@ -1,0 +1,319 @@
+"""Every SQL statement the PostgreSQL engine runs, by name. Parameters are psycopg's ``%(name)s``.
+
+The names follow the SQLite engine's ``queries.py`` wherever a statement does the same job; the
+batch settlements (``COMPLETE``, ``FAIL``) take arrays and settle a whole batch in one statement.
+
+Times are epoch ms. ``%(now)s`` is an int or NULL; NULL means the database's clock. Each
+time-dependent statement reads it once, through the one-row ``clock`` CTE (:data:`CLOCK`), and
+refers to it as :data:`NOW`: a scalar sub-select the planner evaluates once per statement (an
+InitPlan), so it can bound an index scan, where a volatile function call could not.
+Every parameter carries an explicit cast: psycopg sends a small Python int as int2, and
+``int2 + int2`` would overflow.
+"""
+
+from __future__ import annotations
+
+from ..base import JOB_COLUMNS
+
+COLS = ", ".join(JOB_COLUMNS)
+J_COLS = ", ".join(f"j.{c}" for c in JOB_COLUMNS)
+
+CLOCK = "clock AS (SELECT coalesce(%(now)s::bigint, tenure_now_ms()) AS ms)"
+NOW = "(SELECT ms FROM clock)"
+
+# Tokens: 32 lowercase hex chars like SQLite's lower(hex(randomblob(16))), from
+# gen_random_uuid() (PostgreSQL 13+, no extension), which draws on the server's strong random
+# source (random() is a seeded PRNG, fine for jitter but not for a fence).
+NEW_TOKEN = "translate(gen_random_uuid()::text, '-', '')"
+
+NOW_MS = "SELECT tenure_now_ms()"
+
+# -- claim ----------------------------------------------------------------------------------------
+
+_ELIGIBLE_FILTERS = f"""
+       {{kind_filter}}
+       {{queue_filter}}
+       AND NOT EXISTS (SELECT 1 FROM tenure_queues q WHERE q.name = j.queue AND q.paused = 1)
+       AND (j.singleton_key IS NULL OR j.policy NOT IN ('singleton', 'stately')
+            OR NOT EXISTS (SELECT 1 FROM tenure_jobs a WHERE a.queue = j.queue
+                           AND a.singleton_key = j.singleton_key AND a.state = 'leased'
+                           AND a.lease_until > {NOW} AND a.id <> j.id))
+"""
+
+# One statement: pick eligible ids in claim order from each index-friendly branch (due
+# pending/failed rows through the partial claim index, expired leases through the leased
+# index), locking them with SKIP LOCKED so concurrent claimers pass each other instead of
+# queueing, then lease the first :limit of the union, minting a token per row. A row another
+# transaction changed meanwhile is re-checked against the WHERE clause by the lock (READ
+# COMMITTED's re-evaluation), so no attempt is handed out twice. Queue and group concurrency
+# limits are applied by the engine (it shrinks :limit and excludes saturated groups) under a
+# per-queue advisory lock; see PostgresSession.job_claim.
+CLAIM = f"""
+WITH {CLOCK},
+picked AS (
+  (SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j
+   WHERE j.state IN ('pending', 'failed') AND j.run_at <= {NOW} {_ELIGIBLE_FILTERS}
+   ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT %(limit)s
+   FOR UPDATE OF j SKIP LOCKED)
+  UNION ALL
+  (SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j
+   WHERE j.state = 'leased' AND j.lease_until <= {NOW} {_ELIGIBLE_FILTERS}
+   ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT %(limit)s
+   FOR UPDATE OF j SKIP LOCKED)
+),
+chosen AS (SELECT id FROM picked ORDER BY priority DESC, run_at, created_at, id LIMIT %(limit)s),
+claimed AS (
+  UPDATE tenure_jobs j SET state = 'leased', lease_owner = %(owner)s,
+    lease_until = {NOW} + %(lease_ms)s::bigint, lease_generation = j.lease_generation + 1,
+    lease_token = {NEW_TOKEN}, attempts = j.attempts + 1, updated_at = {NOW}
+  FROM chosen c WHERE j.id = c.id
+  RETURNING {J_COLS})
+SELECT {COLS} FROM claimed ORDER BY priority DESC, run_at, created_at, id
+"""
+
+KIND_FILTER = "AND j.kind = ANY(%(kinds)s::text[])"
+QUEUE_FILTER = "AND j.queue = ANY(%(queues)s::text[])"
+ONE_QUEUE_FILTER = "AND j.queue = %(queue)s::text"
+EXCLUDED_FILTER = " AND j.queue <> ALL(%(excluded)s::text[])"
+GROUP_FILTER = " AND (j.group_key IS NULL OR j.group_key <> ALL(%(full_groups)s::text[]))"
+
+# Queues whose claims must be serialised across processes: a concurrency or group limit needs an
+# exact count of live leases, and the singleton policies an exact "is one of this key leased?".
+QUEUE_LIMITS = """
+SELECT name, concurrency_limit, group_limit, policy IN ('singleton', 'stately') FROM tenure_queues
+WHERE concurrency_limit IS NOT NULL OR group_limit IS NOT NULL OR policy IN ('singleton', 'stately')
+ORDER BY name
+"""
+# Held to the end of the claim's transaction; every claimer of the queue takes it, in name order.
+LOCK_QUEUE = "SELECT pg_advisory_xact_lock(hashtext('tenure.queue.' || %(name)s::text))"
+LEASED_IN_QUEUE = f"""
+WITH {CLOCK}
+SELECT count(*) FROM tenure_jobs
+WHERE queue = %(queue)s::text AND state = 'leased' AND lease_until > {NOW}
+"""
+SATURATED_GROUPS = f"""
+WITH {CLOCK}
+SELECT group_key FROM tenure_jobs
+WHERE queue = %(queue)s::text AND state = 'leased' AND lease_until > {NOW} AND group_key IS NOT NULL
+GROUP BY group_key HAVING count(*) >= %(group_limit)s::int
+"""
+
+# -- insert ---------------------------------------------------------------------------------------
+
+_INSERT_COLUMNS = """id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
+  created_at, updated_at, queue, priority, timeout_ms, singleton_key, singleton_on, policy, group_key,
+  dead_letter, origin_id, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms,
+  last_error"""
+
+INSERT = f"""
+WITH {CLOCK}
+INSERT INTO tenure_jobs ({_INSERT_COLUMNS})
+SELECT %(id)s::text, %(kind)s::text, %(payload)s::text, 'pending',
+  coalesce(%(run_at)s::bigint, c.ms + %(delay_ms)s::bigint), 0, %(max_attempts)s::int, 0, c.ms, c.ms,
+  %(queue)s::text, %(priority)s::int, %(timeout_ms)s::bigint, %(singleton_key)s::text,
+  %(singleton_on)s::bigint, %(policy)s::text, %(group_key)s::text, %(dead_letter)s::text,
+  %(origin_id)s::text, %(retry_delay_ms)s::bigint, %(retry_backoff)s::int, %(retry_delay_max_ms)s::bigint,
+  %(keep_until)s::bigint, %(delete_after_ms)s::bigint, %(last_error)s::text
+FROM clock c
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+
+# Many rows in one statement: one array per column, unnested in input order (so of two rows with
+# one id the first wins, as with one INSERT per row).
+INSERT_MANY = f"""
+WITH {CLOCK}
+INSERT INTO tenure_jobs ({_INSERT_COLUMNS})
+SELECT t.id, t.kind, t.payload, 'pending', coalesce(t.run_at, c.ms + t.delay_ms), 0, t.max_attempts, 0,
+  c.ms, c.ms, t.queue, t.priority, t.timeout_ms, t.singleton_key, t.singleton_on, t.policy, t.group_key,
+  t.dead_letter, t.origin_id, t.retry_delay_ms, t.retry_backoff, t.retry_delay_max_ms, t.keep_until,
+  t.delete_after_ms, t.last_error
+FROM clock c, unnest(%(id)s::text[], %(kind)s::text[], %(payload)s::text[], %(run_at)s::bigint[],
+  %(delay_ms)s::bigint[], %(max_attempts)s::int[], %(queue)s::text[], %(priority)s::int[],
+  %(timeout_ms)s::bigint[], %(singleton_key)s::text[], %(singleton_on)s::bigint[], %(policy)s::text[],
+  %(group_key)s::text[], %(dead_letter)s::text[], %(origin_id)s::text[], %(retry_delay_ms)s::bigint[],
+  %(retry_backoff)s::int[], %(retry_delay_max_ms)s::bigint[], %(keep_until)s::bigint[],
+  %(delete_after_ms)s::bigint[], %(last_error)s::text[])
+  WITH ORDINALITY AS t(id, kind, payload, run_at, delay_ms, max_attempts, queue, priority, timeout_ms,
+    singleton_key, singleton_on, policy, group_key, dead_letter, origin_id, retry_delay_ms, retry_backoff,
+    retry_delay_max_ms, keep_until, delete_after_ms, last_error, n)
+ORDER BY t.n
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+INSERT_MANY_ARRAYS = (
+    "id", "kind", "payload", "run_at", "delay_ms", "max_attempts", "queue", "priority", "timeout_ms",
+    "singleton_key", "singleton_on", "policy", "group_key", "dead_letter", "origin_id", "retry_delay_ms",
+    "retry_backoff", "retry_delay_max_ms", "keep_until", "delete_after_ms", "last_error",
+)
+
+EXISTING_IDS = "SELECT id FROM tenure_jobs WHERE id = ANY(%(ids)s::text[])"
+
+FIND_SINGLETON = """
+SELECT id FROM tenure_jobs
+WHERE queue = %(queue)s::text AND singleton_key = %(singleton_key)s::text
+  AND (%(singleton_on)s::bigint IS NULL OR singleton_on = %(singleton_on)s::bigint)
+  AND state IN ('pending', 'failed', 'leased')
+ORDER BY created_at, id LIMIT 1
+"""
+
+GET = f"SELECT {COLS} FROM tenure_jobs WHERE id = %(id)s::text"
+
+# -- settle ---------------------------------------------------------------------------------------
+
+_FENCE = f"j.state = 'leased' AND j.lease_token = {{token}} AND j.lease_until > {NOW}"
+
+RENEW = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET lease_until = {NOW} + %(lease_ms)s::bigint, lease_token = {NEW_TOKEN},
+  updated_at = {NOW}
+WHERE j.id = %(id)s::text AND {_FENCE.format(token="%(token)s::text")}
+RETURNING {J_COLS}
+"""
+
+# A batch of fenced completions and the pruning of each settled job's checkpoints (generations up
+# to the settling one) in ONE statement. The token stays on the row: a repeat settlement from the
+# same attempt is recognised by it (checklist decision 1).
+COMPLETE = f"""
+WITH {CLOCK},
+items AS (SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(results)s::text[])
+          AS t(id, token, result)),
+settled AS (
+  UPDATE tenure_jobs j SET state = 'done', result = t.result, lease_until = NULL, lease_owner = NULL,
+    updated_at = {NOW}
+  FROM items t
+  WHERE j.id = t.id AND {_FENCE.format(token="t.token")}
+  RETURNING j.id, j.lease_generation),
+pruned AS (
+  DELETE FROM tenure_checkpoints c USING settled s
+  WHERE c.run_id = s.id AND c.generation <= s.lease_generation)
+SELECT id FROM settled
+"""
+
+# A batch of fenced failures: failed with run_at = now + backoff while attempts remain, else dead.
+# A queue's own retry policy (retry_delay_ms, retry_backoff, retry_delay_max_ms, copied onto the
+# row at enqueue) overrides the worker's backoff, jittered by the settlement's :jitter and
+# truncated to whole ms like SQLite's CAST(... AS INTEGER).
+FAIL = f"""
+WITH {CLOCK},
+items AS (SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(errors)s::text[],
+                               %(delays)s::bigint[], %(deads)s::bool[], %(jitters)s::float8[])
+          AS t(id, token, error, delay_ms, dead, jitter))
+UPDATE tenure_jobs j SET
+  state = CASE WHEN t.dead OR j.attempts >= j.max_attempts THEN 'dead' ELSE 'failed' END,
+  run_at = CASE WHEN t.dead OR j.attempts >= j.max_attempts THEN j.run_at
+    WHEN j.retry_delay_ms IS NULL THEN {NOW} + t.delay_ms
+    WHEN coalesce(j.retry_backoff, 0) = 0 THEN {NOW} + j.retry_delay_ms
+    ELSE {NOW} + trunc(least(coalesce(j.retry_delay_max_ms, 9000000000000000),
+                            j.retry_delay_ms << least(greatest(j.attempts - 1, 0), 40)) * t.jitter)::bigint
+    END,
+  last_error = t.error, lease_until = NULL, lease_owner = NULL, updated_at = {NOW}
+FROM items t
+WHERE j.id = t.id AND {_FENCE.format(token="t.token")}
+RETURNING {J_COLS}
+"""
+
+CANCEL_LEASED = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET state = 'cancelled', lease_until = NULL, lease_owner = NULL, lease_token = NULL,
+  updated_at = {NOW}
+WHERE j.id = %(id)s::text AND {_FENCE.format(token="%(token)s::text")}
+RETURNING {J_COLS}
+"""
+
+CANCEL_QUEUED = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET state = 'cancelled', lease_until = NULL, lease_owner = NULL, lease_token = NULL,
+  updated_at = {NOW}
+WHERE j.id = %(id)s::text
+  AND (j.state IN ('pending', 'failed') OR (j.state = 'leased' AND j.lease_until <= {NOW}))
+RETURNING {J_COLS}
+"""
+
+REQUEUE = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET state = 'pending', run_at = {NOW}, lease_until = NULL, lease_owner = NULL,
+  lease_token = NULL, updated_at = {NOW}
+WHERE j.id = %(id)s::text
+  AND (j.state IN ('failed', 'dead', 'cancelled') OR (j.state = 'leased' AND j.lease_until <= {NOW}))
+RETURNING {J_COLS}
+"""
+
+# -- administration -------------------------------------------------------------------------------
+
+COUNTS = "SELECT state, count(*) FROM tenure_jobs GROUP BY state"
+
+# Keyset page by id; the engine appends only the filters a call uses (an "IS NULL OR" filter
+# would keep a prepared plan from using an index).
+PAGE = f"SELECT {COLS} FROM tenure_jobs WHERE true{{filters}} ORDER BY id LIMIT %(limit)s"
+PAGE_FILTERS = {
+    "state": " AND state = %(state)s::text",
+    "kind": " AND kind = %(kind)s::text",
+    "queue": " AND queue = %(queue)s::text",
+    "after": " AND id > %(after)s::text",
+}
+
+# Up to :limit settled jobs older than the horizon, oldest first, and their checkpoints, in one
+# statement. FOR UPDATE SKIP LOCKED: a row being requeued right now is re-checked (or skipped),
+# never deleted as the pending job it just became.
+SWEEP = """
+WITH doomed AS (
+  SELECT id FROM tenure_jobs
+  WHERE state IN ('done', 'dead', 'cancelled') AND updated_at < %(before)s::bigint
+  ORDER BY updated_at, id LIMIT %(limit)s
+  FOR UPDATE SKIP LOCKED),
+checkpoints AS (DELETE FROM tenure_checkpoints WHERE run_id IN (SELECT id FROM doomed)),
+jobs AS (DELETE FROM tenure_jobs WHERE id IN (SELECT id FROM doomed) RETURNING 1)
+SELECT count(*) FROM jobs
+"""
+
+# -- checkpoints ----------------------------------------------------------------------------------
+
+# Fenced upsert: the row is written only if the job's lease is current. FOR SHARE holds the job
+# row until the write commits, so a concurrent reclaim or settlement either waits for it (and
+# then prunes it) or has already moved the row (and the re-checked fence refuses the write).
+CHECKPOINT_SAVE = f"""
+WITH {CLOCK},
+fenced AS (
+  SELECT j.id FROM tenure_jobs j
+  WHERE j.id = %(run_id)s::text AND {_FENCE.format(token="%(token)s::text")}
+  FOR SHARE OF j)
+INSERT INTO tenure_checkpoints (run_id, node_id, value, generation)
+SELECT id, %(node_id)s::text, %(value)s::text, %(generation)s::int FROM fenced
+ON CONFLICT (run_id, node_id) DO UPDATE SET value = excluded.value, generation = excluded.generation
+"""
+
+CHECKPOINT_LIST = """
+SELECT node_id, value, generation FROM tenure_checkpoints
+WHERE run_id = %(run_id)s::text AND generation <= %(max_generation)s::int ORDER BY node_id
+"""
+
+# -- migrations -----------------------------------------------------------------------------------
+
+# One constant for every tenure on every database: migrations of one database run one at a time.
+MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(7325110404163461837)"
+MIGRATION_LOCK_TIMEOUT = "SET LOCAL lock_timeout = '120s'"
+MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS tenure_migrations (
+  version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)
+"""
+# The migrations table of the schema tenure's tables live in (the configured one, else the first
+# schema on the search path), without looking further down the search path.
+MIGRATIONS_TABLE_EXISTS = """
+SELECT to_regclass(format('%%I.tenure_migrations', coalesce(%(schema)s::text, current_schema()))) IS NOT NULL
+"""
+APPLIED_VERSIONS = "SELECT version FROM tenure_migrations"
+RECORD_MIGRATION = """
+INSERT INTO tenure_migrations (version, name, applied_at)
+VALUES (%(version)s::int, %(name)s::text, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+"""
+
+TABLES = (
+    "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
+    "tenure_leader", "tenure_workers",
+)
+TRUNCATE = f"TRUNCATE {', '.join(TABLES)}"
+
+LISTEN = "LISTEN tenure_jobs"
+CHANNEL = "tenure_jobs"
+CURRENT_SCHEMA = "SELECT current_schema()"

@@ -1,0 +1,110 @@
+"""The handler transaction: a handler's writes and its fenced completion in ONE transaction.
+
+``with ctx.transaction() as tx:`` (or ``async with``) opens a transaction on the store's own
+database. ``tx.execute`` runs the application's SQL; ``tx.jobs.enqueue`` adds follow-up jobs;
+``tx.result = value`` sets the completion value. When the block exits normally, the job's
+completion is written in the same transaction, guarded by the lease's fence at COMMIT time: if the
+fence refuses (superseded, expired, cancelled), everything rolls back, the application's writes
+included, and the attempt ends ``lost`` (or ``cancelled``). So writes made through ``tx`` happen
+exactly once per job, however many attempts run the handler.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import _validate as v
+from .errors import FENCE_CODES, LeaseNotHeld, TenureError
+from .jobs import Transaction, refusal
+
+if TYPE_CHECKING:
+    from .worker import Attempt
+
+_UNSET = object()
+
+
+class HandlerTransaction(Transaction):
+    """A :class:`tenure.jobs.Transaction` whose commit also completes the job, fenced."""
+
+    def __init__(self, store, session, attempt: Attempt) -> None:
+        super().__init__(store, session)
+        self._attempt = attempt
+        self.result: Any = None
+
+
+class _HandlerTxScope:
+    def __init__(self, attempt: Attempt) -> None:
+        self._attempt = attempt
+        self._cm = None
+        self._tx: HandlerTransaction | None = None
+
+    def __enter__(self) -> HandlerTransaction:
+        a = self._attempt
+        if a.settled or a.lost is not None or a.operator_cancelled:
+            raise a.lost or LeaseNotHeld(f"job {a.job.id!r}: this attempt already settled or lost its lease")
+        store = a.worker.store
+        a.settle_lock.acquire()  # renewals pause while the block runs (the fence is re-checked at commit)
+        try:
+            cm = store._transaction_session()
+            session = cm.__enter__()
+            try:
+                lease = a.lease
+                now = store._now()
+                if not session.job_lock(lease.job_id, lease.token, now):
+                    raise refusal(session.job_get(lease.job_id), lease, store._now_or(session, now),
+                                  "open a handler transaction for") \
+                        or LeaseNotHeld(f"job {lease.job_id!r} is already settled")
+            except BaseException as exc:
+                cm.__exit__(type(exc), exc, exc.__traceback__)
+                raise
+        except BaseException as exc:
+            if isinstance(exc, TenureError):
+                self._lost(exc)
+            a.settle_lock.release()
+            raise
+        self._cm = cm
+        self._tx = HandlerTransaction(store, session, a)
+        store._local.tx = self._tx
+        return self._tx
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        a, tx, cm = self._attempt, self._tx, self._cm
+        store = a.worker.store
+        try:
+            store._local.tx = None
+            if exc_type is not None:
+                tx._settle()
+                cm.__exit__(exc_type, exc, tb)
+                return False
+            result = tx.result
+            text = None if result is None else v.dump_json(result, "tx.result", store.max_payload_bytes)
+            session = tx._session_obj
+            err = store._jobs.complete_many([(a.lease, text)], encoded=True, session=session)[0]
+            tx._settle()
+            if err is not None:
+                cm.__exit__(type(err), err, None)  # roll back the application's writes too
+                self._lost(err)
+                raise err
+            cm.__exit__(None, None, None)  # COMMIT: the writes and the completion land together
+            a.worker._handler_tx_completed(a)
+            if tx._enqueued:
+                store._wake_local()
+            return False
+        finally:
+            a.settle_lock.release()
+
+    async def __aenter__(self) -> HandlerTransaction:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type, exc, tb) -> bool:
+        return self.__exit__(exc_type, exc, tb)
+
+    def _lost(self, err: TenureError) -> None:
+        a = self._attempt
+        if getattr(err, "code", None) in FENCE_CODES and not a.operator_cancelled:
+            a.lost = err
+            a.cancel(err)
+
+
+def handler_transaction(attempt: Attempt) -> _HandlerTxScope:
+    return _HandlerTxScope(attempt)

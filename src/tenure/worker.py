@@ -1,0 +1,680 @@
+"""The worker: claims, runs, renews and settles (JOBS-FORMAT §6 and §6.1).
+
+Shape (one worker):
+
+- a **dispatcher** thread claims in batches (``claim_many`` up to the free slots), woken at once by
+  an enqueue on the same store, by the engine's cross-process watcher (SQLite ``data_version``,
+  PostgreSQL ``LISTEN``), by a slot freeing up, or by ``poll_interval``;
+- ``concurrency`` **slot** threads run sync handlers; async handlers run on one event-loop thread;
+  at most ``concurrency`` attempts are in flight either way;
+- a **completer** thread settles finished attempts in batches (group commit: one transaction for
+  everything that finished meanwhile), each item still individually fenced;
+- a **keeper** thread renews leases at a third of ``lease_ms`` and enforces per-job timeouts.
+
+In-flight state is keyed by lease TOKEN, never by owner or job id (checklist 6.19).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import queue as _queue
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import _validate as v
+from .errors import (
+    FENCE_CODES,
+    InvalidArgument,
+    InvalidType,
+    LeaseNotHeld,
+    OperationWithdrawn,
+    StoreClosed,
+    TenureError,
+)
+from .jobs import DEFAULT_LEASE_MS
+from .records import Claim, Job, Lease
+
+if TYPE_CHECKING:
+    from .store import Store
+
+log = logging.getLogger("tenure.worker")
+
+MAX_CLAIM_BATCH = 100
+MAX_SETTLE_BATCH = 500
+
+
+class ShutdownReason:
+    """The ``ctx.cancelled.reason`` when the worker is stopping (not a fence refusal)."""
+
+    code = "shutdown"
+
+    def __repr__(self) -> str:
+        return "<tenure worker shutting down>"
+
+    __str__ = __repr__
+
+
+class TimeoutReason:
+    """The ``ctx.cancelled.reason`` when the job ran past its timeout."""
+
+    code = "timeout"
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+
+    def __repr__(self) -> str:
+        return f"<job timed out after {self.timeout_ms} ms>"
+
+    __str__ = __repr__
+
+
+SHUTDOWN = ShutdownReason()
+
+
+class CancelEvent:
+    """The attempt's cancellation: ``is_set()``, ``wait(timeout)``, and ``reason`` — a fence
+    refusal (``.code`` TN2065/2066/2067), :data:`SHUTDOWN`, or a :class:`TimeoutReason`."""
+
+    __slots__ = ("_event", "reason", "_callbacks")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason: Any = None
+        self._callbacks: list[Callable[[], None]] = []
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+    async def wait_async(self, poll: float = 0.05) -> None:
+        """Await the cancellation from an async handler."""
+        while not self._event.is_set():
+            await asyncio.sleep(poll)
+
+    def _set(self, reason: Any) -> bool:
+        if self._event.is_set():
+            return False
+        self.reason = reason
+        self._event.set()
+        for cb in self._callbacks:
+            try:
+                cb()
+            except Exception:  # noqa: BLE001
+                log.exception("cancellation callback failed")
+        return True
+
+    def __bool__(self) -> bool:
+        return self._event.is_set()
+
+
+@dataclass(frozen=True, slots=True)
+class StopResult:
+    """What ``stop()`` answers: whether every handler wound up within the grace, and how many
+    were still running (detached: they can never settle)."""
+
+    drained: bool
+    in_flight: int
+
+
+class Attempt:
+    """One claimed attempt in this worker: its current lease and how it ends."""
+
+    __slots__ = ("worker", "job", "lease", "token", "handler", "cancelled", "started", "last_renew",
+                 "deadline", "lost", "operator_cancelled", "timed_out", "finished", "detached",
+                 "task", "loop", "settled", "ctx", "settle_lock", "__weakref__")
+
+    def __init__(self, worker: Worker, claim: Claim, handler: Callable[..., Any], timeout_ms: int | None):
+        self.worker = worker
+        self.job: Job = claim.job
+        self.lease: Lease = claim.lease
+        self.token = claim.lease.token  # the key; stays the first token even across renewals
+        self.handler = handler
+        self.cancelled = CancelEvent()
+        now = time.monotonic()
+        self.started = now
+        self.last_renew = now
+        self.deadline = None if not timeout_ms else now + timeout_ms / 1000
+        self.lost: TenureError | None = None
+        self.operator_cancelled = False
+        self.timed_out = False
+        self.finished = threading.Event()
+        self.detached = False
+        self.task: asyncio.Future | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.settled = False
+        self.settle_lock = threading.Lock()
+        self.ctx = JobContext(self)
+
+    def cancel(self, reason: Any) -> None:
+        if self.cancelled._set(reason):
+            task, loop = self.task, self.loop
+            if task is not None and loop is not None and reason is SHUTDOWN:
+                loop.call_soon_threadsafe(task.cancel)
+
+    def cancel_by_operator(self) -> None:
+        """``jobs.cancel`` reached this attempt: the row is already cancelled; wind up."""
+        self.operator_cancelled = True
+        self.cancel(LeaseNotHeld(f"job {self.job.id!r} was cancelled by an operator", job_id=self.job.id))
+        self.finished.wait(self.worker.stop_grace)
+
+
+class JobContext:
+    """What a handler gets beside its payload."""
+
+    __slots__ = ("_attempt",)
+
+    def __init__(self, attempt: Attempt) -> None:
+        self._attempt = attempt
+
+    @property
+    def job(self) -> Job:
+        return self._attempt.job
+
+    @property
+    def lease(self) -> Lease:
+        """The attempt's CURRENT lease (it changes at every renewal)."""
+        return self._attempt.lease
+
+    @property
+    def cancelled(self) -> CancelEvent:
+        return self._attempt.cancelled
+
+    @property
+    def attempt(self) -> int:
+        return self._attempt.lease.attempt
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across every attempt of this job (the job id): thread it into external effects."""
+        return self._attempt.job.id
+
+    @property
+    def checkpoints(self):
+        """The fenced checkpoint store bound to this attempt; follows its current lease."""
+        attempt = self._attempt
+        return attempt.worker.store.jobs.checkpoints(lambda: attempt.lease)
+
+    @property
+    def store(self) -> Store:
+        return self._attempt.worker.store
+
+    def transaction(self):
+        """The handler transaction (exactly-once effects on the store's own database): the
+        block's writes and the job's fenced completion commit together, or not at all."""
+        from .handler_tx import handler_transaction
+
+        return handler_transaction(self._attempt)
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    target = getattr(fn, "__call__", None) if not inspect.isroutine(fn) else fn
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
+
+
+class Worker:
+    """Claims jobs of the handled kinds and runs them (see the module docstring)."""
+
+    def __init__(self, store: Store, handlers: dict[str, Callable[..., Any]], *, concurrency: int = 1,
+                 poll_interval: float = 0.5, lease_ms: int = DEFAULT_LEASE_MS, owner: str | None = None,
+                 renew: bool = True, on_outcome: Callable[[dict[str, Any]], Any] | None = None,
+                 backoff_base: float = 1.0, backoff_cap: float = 60.0, stop_grace: float = 5.0,
+                 queues: str | list[str] | None = None, timeout: float | None = None,
+                 claim_batch: int = MAX_CLAIM_BATCH, watch: bool = True) -> None:
+        if not isinstance(handlers, dict) or not handlers:
+            raise InvalidType("handlers must be a non-empty dict of {kind: callable}")
+        for kind, fn in handlers.items():
+            v.name(kind, "handler kind")
+            if not callable(fn):
+                raise InvalidType(f"the handler for {kind!r} is not callable: {fn!r}")
+        v.positive_int(concurrency, "concurrency", maximum=10_000)
+        v.positive_int(lease_ms, "lease_ms")
+        v.positive_int(claim_batch, "claim_batch", maximum=10_000)
+        for name, val in (("poll_interval", poll_interval), ("backoff_base", backoff_base),
+                          ("backoff_cap", backoff_cap), ("stop_grace", stop_grace)):
+            if isinstance(val, bool) or not isinstance(val, int | float) or val < 0 or val != val:
+                raise InvalidArgument(f"{name} must be a non-negative number of seconds, got {val!r}")
+        if on_outcome is not None and not callable(on_outcome):
+            raise InvalidType("on_outcome must be callable")
+        self.store = store
+        self.handlers = dict(handlers)
+        self.kinds = sorted(self.handlers)
+        self.queues = None if queues is None else v.names(queues, "queues")
+        self.concurrency = concurrency
+        self.poll_interval = float(poll_interval)
+        self.lease_ms = lease_ms
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.renew = renew
+        self.on_outcome = on_outcome
+        self.backoff_base_ms = int(backoff_base * 1000)
+        self.backoff_cap_ms = int(backoff_cap * 1000)
+        self.stop_grace = float(stop_grace)
+        self.default_timeout_ms = v.duration_ms(timeout, "timeout", seconds=True)
+        self.claim_batch = claim_batch
+        self.watch = watch
+        self._async = {k: _is_async(fn) for k, fn in self.handlers.items()}
+        self._lock = threading.Lock()
+        self._attempts: dict[str, Attempt] = {}
+        self._stats = dict.fromkeys(
+            ("claims", "completions", "failures", "lost_settlements", "cancellations", "renewals",
+             "renewal_errors", "wakes", "polls", "claim_errors", "settle_errors", "timeouts"), 0)
+        self._running = False
+        self._threads: list[threading.Thread] = []
+        self._generation = 0  # bumps at every start(): a cancelled loop can never be revived
+
+    # -- public --------------------------------------------------------------------------------
+    def start(self) -> Worker:
+        """Start claiming. Refused (TypeError) while already running."""
+        if self._running:
+            raise InvalidType("this worker is already running; stop() it before start() again")
+        self.store.jobs  # noqa: B018 - opens the store (and raises StoreClosed) now, not in a thread
+        self._running = True
+        self._generation += 1
+        gen = self._generation
+        self._stop = threading.Event()  # stop claiming; cancel handlers
+        self._halt = threading.Event()  # after the grace: keeper exits, gate waits are withdrawn
+        self._wake = threading.Event()
+        self._slots: _queue.SimpleQueue = _queue.SimpleQueue()
+        self._done: _queue.SimpleQueue = _queue.SimpleQueue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._watcher = None
+        threads = [threading.Thread(target=self._dispatch, args=(gen,), name="tenure-dispatch", daemon=True),
+                   threading.Thread(target=self._complete_loop, name="tenure-settle", daemon=True),
+                   threading.Thread(target=self._keeper, args=(gen,), name="tenure-keeper", daemon=True)]
+        if not all(self._async.values()):
+            threads += [threading.Thread(target=self._slot, name=f"tenure-slot-{i}", daemon=True)
+                        for i in range(self.concurrency)]
+        if any(self._async.values()):
+            self._loop = asyncio.new_event_loop()
+            threads.append(threading.Thread(target=self._loop.run_forever, name="tenure-async", daemon=True))
+        if self.watch:
+            try:
+                self._watcher = self.store.engine.watcher()
+                threads.append(threading.Thread(target=self._watch, args=(self._watcher,),
+                                                name="tenure-watch", daemon=True))
+            except TenureError as exc:
+                log.info("no cross-process watcher (%s); polling every %.3fs", exc, self.poll_interval)
+        self._threads = threads
+        self.store._wake_hooks.append(self._on_local_enqueue)
+        self.store._workers.append(self)
+        for t in threads:
+            t.start()
+        return self
+
+    def stop(self, grace: float | None = None) -> StopResult:
+        """Cancel in-flight handlers, wait up to ``grace`` (default ``stop_grace``) for them, then
+        return. Before it returns, no database call this worker started is running or will run
+        (quiescence). Never raises."""
+        if not self._running:
+            return StopResult(True, 0)
+        grace = self.stop_grace if grace is None else max(0.0, float(grace))
+        self._running = False
+        try:
+            self.store._wake_hooks.remove(self._on_local_enqueue)
+        except ValueError:
+            pass
+        self._stop.set()
+        self._wake.set()
+        if self._watcher is not None:
+            self._watcher.close()
+        dispatcher = self._threads[0]
+        dispatcher.join()  # a claim waiting on the gate is withdrawn by _stop
+        with self._lock:
+            attempts = list(self._attempts.values())
+        for a in attempts:
+            a.cancel(SHUTDOWN)
+        deadline = time.monotonic() + grace
+        for a in attempts:
+            a.finished.wait(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            left = [a for a in self._attempts.values() if not a.finished.is_set()]
+            for a in left:
+                a.detached = True  # a late return writes nothing (6.26)
+                self.store._attempts.pop(a.token, None)
+        # Quiescence: settle what finished, then stop the settler and the keeper.
+        self._halt.set()
+        self._done.put(None)
+        for t in self._threads[1:3]:
+            t.join()
+        for _ in range(self.concurrency):
+            self._slots.put(None)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        try:
+            self.store._workers.remove(self)
+        except ValueError:
+            pass
+        return StopResult(not left, len(left))
+
+    def stats(self) -> dict[str, int]:
+        """Counters since construction, plus the current ``in_flight``."""
+        with self._lock:
+            out = dict(self._stats)
+            out["in_flight"] = len(self._attempts)
+        return out
+
+    def leases(self) -> list[Lease]:
+        """The leases this worker holds right now, one per in-flight attempt."""
+        with self._lock:
+            return [a.lease for a in self._attempts.values() if not a.settled]
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def __enter__(self) -> Worker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- internals: counting and outcomes -----------------------------------------------------------
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self._stats[key] += n
+
+    def _outcome(self, attempt: Attempt, outcome: str, code: str | None = None, reason: str | None = None):
+        cb = self.on_outcome
+        if cb is None:
+            return
+        event = {"outcome": outcome, "job_id": attempt.job.id, "kind": attempt.job.kind,
+                 "attempt": attempt.lease.attempt, "generation": attempt.lease.generation}
+        if code is not None:
+            event["code"] = code
+        if reason is not None:
+            event["reason"] = reason
+        try:
+            cb(event)
+        except Exception:  # noqa: BLE001 - an observer never affects the loop (6.17)
+            log.exception("on_outcome observer raised; ignored")
+
+    def _on_local_enqueue(self) -> None:
+        self._wake.set()
+
+    # -- dispatcher ------------------------------------------------------------------------------
+    def _watch(self, watcher) -> None:
+        stop = self._stop
+        while not stop.is_set():
+            try:
+                if watcher.wait(1.0) and not stop.is_set():
+                    self._wake.set()
+            except Exception:  # noqa: BLE001 - the poll is the fallback
+                if stop.wait(self.poll_interval or 0.5):
+                    return
+
+    def _dispatch(self, gen: int) -> None:
+        jobs = self.store._jobs
+        stop, wake = self._stop, self._wake
+        while not stop.is_set() and gen == self._generation:
+            with self._lock:
+                free = self.concurrency - len(self._attempts)
+            if free <= 0:
+                wake.wait(self.poll_interval or None)
+                wake.clear()
+                continue
+            try:
+                claims = jobs.claim_many(self.kinds, owner=self.owner, limit=min(free, self.claim_batch),
+                                         lease_ms=self.lease_ms, queues=self.queues, cancel=stop)
+            except OperationWithdrawn:
+                return
+            except Exception as exc:  # noqa: BLE001 - counted and logged, never swallowed silently
+                self._count("claim_errors")
+                if isinstance(exc, StoreClosed) or not isinstance(exc, TenureError):
+                    log.error("claim failed: %s", exc)
+                else:
+                    log.warning("claim failed: %s", exc)
+                if stop.wait(max(self.poll_interval, 0.05)):
+                    return
+                continue
+            if claims:
+                self._count("claims", len(claims))
+                for claim in claims:
+                    self._start_attempt(claim)
+                if len(claims) == min(free, self.claim_batch):
+                    continue  # there may be more: claim again without waiting
+            woke = wake.wait(self.poll_interval) if self.poll_interval > 0 else wake.wait()
+            wake.clear()
+            self._count("wakes" if woke else "polls")
+
+    def _start_attempt(self, claim: Claim) -> None:
+        handler = self.handlers[claim.job.kind]
+        timeout_ms = claim.job.timeout_ms or self.default_timeout_ms
+        attempt = Attempt(self, claim, handler, timeout_ms)
+        with self._lock:
+            self._attempts[attempt.token] = attempt
+        self.store._attempts[attempt.token] = attempt
+        if self._stop.is_set():
+            attempt.cancel(SHUTDOWN)
+        if self._async[claim.job.kind]:
+            loop = self._loop
+            attempt.loop = loop
+            asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
+        else:
+            self._slots.put(attempt)
+
+    # -- running handlers ------------------------------------------------------------------------
+    def _slot(self) -> None:
+        get = self._slots.get
+        while True:
+            attempt = get()
+            if attempt is None:
+                return
+            try:
+                result = attempt.handler(attempt.job.payload, attempt.ctx)
+                if inspect.isawaitable(result):
+                    result = asyncio.run(_await(result))
+                self._finish(attempt, True, result)
+            except BaseException as exc:  # noqa: BLE001 - a handler cannot break the loop (6.22)
+                self._finish(attempt, False, exc)
+
+    async def _run_async(self, attempt: Attempt) -> None:
+        attempt.task = asyncio.current_task()
+        if attempt.cancelled.is_set() and attempt.cancelled.reason is SHUTDOWN:
+            attempt.task.cancel()
+        try:
+            result = await attempt.handler(attempt.job.payload, attempt.ctx)
+            self._finish(attempt, True, result)
+        except BaseException as exc:  # noqa: BLE001
+            self._finish(attempt, False, exc)
+
+    def _finish(self, attempt: Attempt, ok: bool, value: Any) -> None:
+        """The handler returned (ok) or raised: queue its settlement, unless it cannot settle."""
+        if attempt.detached:
+            return  # stop() gave up on it: write nothing, count nothing (6.26)
+        if attempt.settled:  # the handler transaction (or a timeout) already settled it
+            self._release(attempt)
+            return
+        if ok:
+            try:
+                value = v.dump_json(value, "the handler's result", self.store.max_payload_bytes) \
+                    if value is not None else None
+            except TenureError as exc:
+                ok, value = False, exc
+        if not ok:
+            if isinstance(value, asyncio.CancelledError) and attempt.cancelled.reason is SHUTDOWN:
+                value = "the worker stopped while the job ran (cancelled)"
+            elif attempt.timed_out:
+                value = "job timed out"
+        self._done.put((attempt, ok, value))
+
+    def _release(self, attempt: Attempt) -> None:
+        with self._lock:
+            self._attempts.pop(attempt.token, None)
+        self.store._attempts.pop(attempt.token, None)
+        attempt.finished.set()
+        self._wake.set()
+
+    # -- settling --------------------------------------------------------------------------------
+    def _complete_loop(self) -> None:
+        get = self._done.get
+        jobs = self.store._jobs
+        while True:
+            first = get()
+            batch = [first] if first is not None else []
+            stopping = first is None
+            while len(batch) < MAX_SETTLE_BATCH:
+                try:
+                    item = self._done.get_nowait()
+                except _queue.Empty:
+                    break
+                if item is None:
+                    stopping = True
+                    continue
+                batch.append(item)
+            if batch:
+                self._settle(jobs, batch)
+            if stopping:
+                return
+
+    def _settle(self, jobs, batch) -> None:
+        completes, fails = [], []
+        for attempt, ok, value in batch:
+            if attempt.lost is not None or attempt.operator_cancelled:
+                self._end_unsettled(attempt)
+            elif ok:
+                completes.append((attempt, value))
+            else:
+                fails.append((attempt, value))
+        if completes:
+            try:
+                errors = jobs.complete_many([(a.lease, val) for a, val in completes], encoded=True,
+                                            cancel=self._halt)
+            except Exception as exc:  # noqa: BLE001 - storage trouble: the lease will expire
+                self._count("settle_errors", len(completes))
+                log.error("completing %d job(s) failed: %s", len(completes), exc)
+                errors = [exc] * len(completes)
+            for (attempt, _), err in zip(completes, errors, strict=True):
+                self._after_settle(attempt, "completed", err)
+        if fails:
+            try:
+                results = jobs.fail_many([(a.lease, err) for a, err in fails], cancel=self._halt,
+                                         backoff_base_ms=self.backoff_base_ms, backoff_cap_ms=self.backoff_cap_ms)
+            except Exception as exc:  # noqa: BLE001
+                self._count("settle_errors", len(fails))
+                log.error("failing %d job(s) failed: %s", len(fails), exc)
+                results = [exc] * len(fails)
+            for (attempt, error), res in zip(fails, results, strict=True):
+                self._after_settle(attempt, "failed", res if isinstance(res, BaseException) else None,
+                                   reason=v.error_message(error))
+
+    def _after_settle(self, attempt: Attempt, outcome: str, err: BaseException | None,
+                      reason: str | None = None) -> None:
+        attempt.settled = True
+        if err is None:
+            self._count("completions" if outcome == "completed" else "failures")
+            if outcome == "failed" and attempt.timed_out:
+                self._count("timeouts")
+            self._outcome(attempt, outcome, reason=reason)
+        elif getattr(err, "code", None) in FENCE_CODES:
+            if attempt.operator_cancelled:
+                self._count("cancellations")
+                self._outcome(attempt, "cancelled", code=err.code, reason=str(err))
+            else:
+                self._count("lost_settlements")
+                self._outcome(attempt, "lost", code=err.code, reason=str(err))
+        else:
+            # Storage failure at settlement: nothing landed; the lease expires and the job is
+            # reclaimed (at-least-once). Reported as lost, with the storage code.
+            self._count("lost_settlements")
+            self._outcome(attempt, "lost", code=getattr(err, "code", None), reason=str(err))
+        self._release(attempt)
+
+    def _end_unsettled(self, attempt: Attempt) -> None:
+        attempt.settled = True
+        if attempt.operator_cancelled:
+            self._count("cancellations")
+            reason = attempt.cancelled.reason
+            self._outcome(attempt, "cancelled", code=getattr(reason, "code", None), reason=str(reason))
+        else:
+            self._count("lost_settlements")
+            self._outcome(attempt, "lost", code=attempt.lost.code, reason=str(attempt.lost))
+        self._release(attempt)
+
+    # -- renewals and timeouts ---------------------------------------------------------------------
+    def _keeper(self, gen: int) -> None:
+        every = self.lease_ms / 3000
+        tick = max(0.005, min(every / 4, 0.25))
+        jobs = self.store._jobs
+        while not self._halt.wait(tick):
+            now = time.monotonic()
+            with self._lock:
+                attempts = [a for a in self._attempts.values() if not a.settled and a.lost is None]
+            for a in attempts:
+                if self._halt.is_set():
+                    return
+                if a.deadline is not None and now >= a.deadline and not a.timed_out:
+                    a.timed_out = True
+                    a.cancel(TimeoutReason(int((a.deadline - a.started) * 1000)))
+                    if a.task is not None and a.loop is not None:
+                        a.loop.call_soon_threadsafe(a.task.cancel)
+                    self._timeout_settle(a)
+                    continue
+                if self.renew and now - a.last_renew >= every and a.settle_lock.acquire(blocking=False):
+                    try:
+                        if not a.settled:
+                            self._renew(jobs, a)
+                    finally:
+                        a.settle_lock.release()
+
+    def _renew(self, jobs, a: Attempt) -> None:
+        try:
+            new = jobs.renew(a.lease, self.lease_ms, cancel=self._halt)
+        except OperationWithdrawn:
+            return
+        except TenureError as exc:
+            if exc.code in FENCE_CODES:
+                if a.operator_cancelled or a.settled:
+                    return
+                a.lost = exc
+                a.cancel(exc)  # the coded refusal is the reason (6.14)
+                return
+            self._count("renewal_errors")  # storage trouble is NOT loss (6.12)
+            log.warning("renewing job %s failed (lease kept, next renewal armed): %s", a.job.id, exc)
+            return
+        except Exception as exc:  # noqa: BLE001
+            self._count("renewal_errors")
+            log.warning("renewing job %s failed: %s", a.job.id, exc)
+            return
+        a.lease = new
+        a.last_renew = time.monotonic()
+        self._count("renewals")
+
+    def _handler_tx_completed(self, a: Attempt) -> None:
+        """The handler transaction committed the completion: count it once."""
+        a.settled = True
+        self._count("completions")
+        self._outcome(a, "completed")
+
+    def _timeout_settle(self, a: Attempt) -> None:
+        """Past its timeout the attempt fails at once with "job timed out"; a handler that keeps
+        running keeps its slot until it returns, but its late result is ignored."""
+        if a.settled:
+            return
+        try:
+            res = self.store._jobs.fail_many([(a.lease, "job timed out")], backoff_base_ms=self.backoff_base_ms,
+                                             backoff_cap_ms=self.backoff_cap_ms)[0]
+        except Exception as exc:  # noqa: BLE001
+            log.warning("failing timed-out job %s failed: %s", a.job.id, exc)
+            return
+        a.settled = True
+        if isinstance(res, TenureError):
+            a.lost = res
+            self._count("lost_settlements")
+            self._outcome(a, "lost", code=res.code, reason=str(res))
+        else:
+            self._count("failures")
+            self._count("timeouts")
+            self._outcome(a, "failed", reason="job timed out")
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

@@ -36,6 +36,7 @@ from ...errors import (
     InvalidArgument,
     InvalidType,
     InvalidURL,
+    OperationWithdrawn,
     ReadOnlyStore,
     SchemaTooNew,
     StorageError,
@@ -61,6 +62,8 @@ CHECK_IDLE_AFTER = 1.0
 INSERT_CHUNK = 5_000
 #: Options tenure reads from the URL's query string (everything else goes to libpq).
 URL_OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout")
+#: How often a connection wait checks its caller's cancellation (seconds).
+CANCEL_POLL = 0.02
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -159,6 +162,9 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
     def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
         return self._conn.execute(Q.RENEW, {"id": job_id, "token": token, "lease_ms": lease_ms,
                                             "now": now}).fetchone()
+
+    def job_lock(self, job_id: str, token: str, now: int | None) -> bool:
+        return self._conn.execute(Q.LOCK, {"id": job_id, "token": token, "now": now}).fetchone() is not None
 
     def job_complete(self, items: Sequence[Settle], now: int | None) -> set[str]:
         if not items:
@@ -571,13 +577,40 @@ class PostgresEngine(Engine):
         return pool
 
     @contextmanager
-    def session(self) -> Iterator[PostgresSession]:
-        with self._live().connection() as conn:
+    def _connection(self, cancel: threading.Event | None) -> Iterator[psycopg.Connection]:
+        """A pooled connection for one block (committed or rolled back at its end like
+        ``pool.connection()``). The wait for one is bounded by ``pool_timeout``; a set ``cancel``
+        withdraws it with :class:`OperationWithdrawn` before anything ran."""
+        pool = self._live()
+        if cancel is None:
+            conn = pool.getconn()
+        else:
+            deadline = time.monotonic() + self.pool_timeout
+            while True:
+                if cancel.is_set():
+                    raise OperationWithdrawn("withdrawn while waiting for a database connection; "
+                                             "nothing ran")
+                try:
+                    conn = pool.getconn(timeout=max(min(CANCEL_POLL, deadline - time.monotonic()), 0.001))
+                    break
+                except PoolTimeout:
+                    if time.monotonic() >= deadline:
+                        raise PoolTimeout(f"couldn't get a connection after {self.pool_timeout:.2f} sec") \
+                            from None
+        try:
+            with conn:  # a pooled connection is not closed by this, only committed/rolled back
+                yield conn
+        finally:
+            pool.putconn(conn)
+
+    @contextmanager
+    def session(self, cancel: threading.Event | None = None) -> Iterator[PostgresSession]:
+        with self._connection(cancel) as conn:
             yield PostgresSession(conn)
 
     @contextmanager
-    def transaction(self) -> Iterator[PostgresSession]:
-        with self._live().connection() as conn:
+    def transaction(self, cancel: threading.Event | None = None) -> Iterator[PostgresSession]:
+        with self._connection(cancel) as conn:
             with conn.transaction():
                 yield PostgresSession(conn)
 

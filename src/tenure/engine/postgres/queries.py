@@ -50,18 +50,18 @@ _ELIGIBLE_FILTERS = f"""
 # per-queue advisory lock; see PostgresSession.job_claim.
 CLAIM = f"""
 WITH {CLOCK},
-picked AS (
-  (SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j
-   WHERE j.state IN ('pending', 'failed') AND j.run_at <= {NOW} {_ELIGIBLE_FILTERS}
-   ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT %(limit)s
-   FOR UPDATE OF j SKIP LOCKED)
-  UNION ALL
-  (SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j
-   WHERE j.state = 'leased' AND j.lease_until <= {NOW} {_ELIGIBLE_FILTERS}
-   ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT %(limit)s
-   FOR UPDATE OF j SKIP LOCKED)
-),
-chosen AS (SELECT id FROM picked ORDER BY priority DESC, run_at, created_at, id LIMIT %(limit)s),
+due AS (
+  SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j
+  WHERE j.state IN ('pending', 'failed') AND j.run_at <= {NOW} {_ELIGIBLE_FILTERS}
+  ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT %(limit)s
+  FOR UPDATE OF j SKIP LOCKED),
+expired AS (
+  SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j
+  WHERE j.state = 'leased' AND j.lease_until <= {NOW} {_ELIGIBLE_FILTERS}
+  ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT %(limit)s
+  FOR UPDATE OF j SKIP LOCKED),
+chosen AS (SELECT id FROM (SELECT * FROM due UNION ALL SELECT * FROM expired) p
+           ORDER BY priority DESC, run_at, created_at, id LIMIT %(limit)s),
 claimed AS (
   UPDATE tenure_jobs j SET state = 'leased', lease_owner = %(owner)s,
     lease_until = {NOW} + %(lease_ms)s::bigint, lease_generation = j.lease_generation + 1,
@@ -169,6 +169,15 @@ UPDATE tenure_jobs j SET lease_until = {NOW} + %(lease_ms)s::bigint, lease_token
   updated_at = {NOW}
 WHERE j.id = %(id)s::text AND {_FENCE.format(token="%(token)s::text")}
 RETURNING {J_COLS}
+"""
+
+# A handler transaction's fence check: the row stays locked (FOR UPDATE) until that transaction
+# ends, so no claim, renewal or operator cancel can move it under the handler's writes.
+LOCK = f"""
+WITH {CLOCK}
+SELECT 1 FROM tenure_jobs j
+WHERE j.id = %(id)s::text AND {_FENCE.format(token="%(token)s::text")}
+FOR UPDATE OF j
 """
 
 # A batch of fenced completions and the pruning of each settled job's checkpoints (generations up

@@ -195,6 +195,19 @@ class Store:
         for attempt in attempts:
             attempt.cancel_by_operator()
 
+    # -- background services shared by this store's workers ---------------------------------------
+    def _maintenance(self):
+        """The store's maintenance service (cron firing, sweeps, worker heartbeats), shared by
+        every worker of this store: started by the first worker that acquires it, stopped when the
+        last releases it. See :mod:`tenure.maintenance`."""
+        with self._open_lock:
+            svc = getattr(self, "_maintainer", None)
+            if svc is None:
+                from .maintenance import Maintainer
+
+                svc = self._maintainer = Maintainer(self)
+            return svc
+
     # -- tests ---------------------------------------------------------------------------------
     def _reset_for_tests(self) -> None:
         self._ensure_open()

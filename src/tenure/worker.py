@@ -217,7 +217,7 @@ class JobContext:
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
-    target = getattr(fn, "__call__", None) if not inspect.isroutine(fn) else fn
+    target = fn if inspect.isroutine(fn) else type(fn).__call__
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
 
 
@@ -229,7 +229,7 @@ class Worker:
                  renew: bool = True, on_outcome: Callable[[dict[str, Any]], Any] | None = None,
                  backoff_base: float = 1.0, backoff_cap: float = 60.0, stop_grace: float = 5.0,
                  queues: str | list[str] | None = None, timeout: float | None = None,
-                 claim_batch: int = MAX_CLAIM_BATCH, watch: bool = True) -> None:
+                 claim_batch: int = MAX_CLAIM_BATCH, watch: bool = True, maintenance: bool = True) -> None:
         if not isinstance(handlers, dict) or not handlers:
             raise InvalidType("handlers must be a non-empty dict of {kind: callable}")
         for kind, fn in handlers.items():
@@ -261,6 +261,8 @@ class Worker:
         self.default_timeout_ms = v.duration_ms(timeout, "timeout", seconds=True)
         self.claim_batch = claim_batch
         self.watch = watch
+        self.maintenance = maintenance
+        self._maintainer = None
         self._async = {k: _is_async(fn) for k, fn in self.handlers.items()}
         self._lock = threading.Lock()
         self._attempts: dict[str, Attempt] = {}
@@ -308,6 +310,13 @@ class Worker:
         self.store._workers.append(self)
         for t in threads:
             t.start()
+        if self.maintenance:
+            try:
+                self._maintainer = self.store._maintenance()
+                self._maintainer.acquire(self)
+            except Exception:  # noqa: BLE001 - upkeep never prevents work
+                log.exception("could not start the maintenance service; jobs still run")
+                self._maintainer = None
         return self
 
     def stop(self, grace: float | None = None) -> StopResult:
@@ -349,6 +358,12 @@ class Worker:
             self._slots.put(None)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._maintainer is not None:
+            try:
+                self._maintainer.release(self)
+            except Exception:  # noqa: BLE001
+                log.exception("stopping the maintenance service failed")
+            self._maintainer = None
         try:
             self.store._workers.remove(self)
         except ValueError:

@@ -160,8 +160,10 @@ class Store:
             raise err from exc
 
     def _adopt(self, conn: Any) -> Session:
+        from ._unwrap import driver_connection
+
         self._ensure_open()
-        return self.engine.adopt(conn)
+        return self.engine.adopt(driver_connection(conn))
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:

@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -44,10 +44,18 @@ def _wall_ms() -> int:
 
 class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMixin, Session):
     dialect = "sqlite"
-    __slots__ = ("_conn", "_limits_cache")
+    __slots__ = ("_conn", "_owns_tx")
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, owns_tx: bool = True) -> None:
         self._conn = conn
+        self._owns_tx = owns_tx  # False on an adopted connection: the caller owns the transaction
+
+    def _atomic(self):
+        """A write transaction for a multi-statement operation; a no-op inside an open one or on
+        the caller's adopted connection (whose transaction we must never commit)."""
+        if not self._owns_tx:
+            return nullcontext()
+        return _atomic(self._conn)
 
     # -- clock --------------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -58,7 +66,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         now = _wall_ms() if now is None else now
         if len(jobs) == 1:
             return self._insert(jobs, now)
-        with _atomic(self._conn):
+        with self._atomic():
             return self._insert(jobs, now)
 
     def _insert(self, jobs: Sequence[NewJob], now: int) -> list[tuple[str, bool]]:
@@ -108,7 +116,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
                                 _claim_params(kinds, free, owner, lease_ms, now, limit)).fetchall()
         # Limited queues: count and lease inside one write transaction, so no other process can
         # race past a limit (SQLite has one writer).
-        with _atomic(conn):
+        with self._atomic():
             rows = []
             if free:
                 rows = conn.execute(_claim_sql(len(free), kinds is not None, False),
@@ -142,7 +150,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
     def job_complete(self, items: Sequence[Settle], now: int | None) -> set[str]:
         now = _wall_ms() if now is None else now
         conn = self._conn
-        with _atomic(conn):
+        with self._atomic():
             rows = conn.execute(Q.COMPLETE, {"items": json.dumps(
                 [[it.job_id, it.token, it.result] for it in items]), "now": now}).fetchall()
             if rows:
@@ -153,7 +161,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         now = _wall_ms() if now is None else now
         conn = self._conn
         out = []
-        with _atomic(conn):
+        with self._atomic():
             for it in items:
                 row = conn.execute(Q.FAIL, {"id": it.job_id, "token": it.token, "error": it.error,
                                             "delay_ms": it.delay_ms, "dead": 1 if it.dead else 0, "jitter": it.jitter,
@@ -181,7 +189,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
 
     def job_sweep(self, settled_before: int, limit: int) -> int:
         conn = self._conn
-        with _atomic(conn):
+        with self._atomic():
             ids = [r[0] for r in conn.execute(Q.SWEEP_SELECT, {"before": settled_before, "limit": limit})]
             if not ids:
                 return 0
@@ -464,7 +472,7 @@ class SQLiteEngine(Engine):
 
             raise InvalidType(f"conn= must be a sqlite3.Connection on a SQLite store, got "
                               f"{type(connection).__name__}")
-        return SQLiteSession(connection)
+        return SQLiteSession(connection, owns_tx=False)
 
     def watcher(self) -> SQLiteWatcher:
         if self.path == ":memory:":

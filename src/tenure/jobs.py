@@ -128,6 +128,19 @@ class _JobsBase:
                           singleton_for=singleton_for, group_key=group_key, options=options)
         return self._insert([new], conn)[0]
 
+    async def enqueue_async(self, kind: str, payload: Any = None, **options: Any) -> str | None:
+        """``enqueue`` for async code: runs on a worker thread, so the event loop never blocks on
+        the database (SQLite's gate, a PostgreSQL round-trip)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.enqueue, kind, payload, **options)
+
+    async def enqueue_many_async(self, jobs: Iterable[dict[str, Any]], **options: Any) -> list[str | None]:
+        """``enqueue_many`` without blocking the event loop."""
+        import asyncio
+
+        return await asyncio.to_thread(self.enqueue_many, list(jobs), **options)
+
     def enqueue_many(self, jobs: Iterable[dict[str, Any]], *, conn: Any = None) -> list[str | None]:
         """Store many jobs in one transaction; each item is ``enqueue``'s keywords as a dict
         (``kind`` required). All are validated before anything is written."""

@@ -1,7 +1,71 @@
-"""SQLite read-only queries for the dashboard and metrics (throughput, queue depth per state)."""
+"""SQLite read-only queries for the dashboard, the CLI and metrics (queue depth, throughput, workers).
+
+Nothing here writes. Every statement reads committed rows through the session's connection and
+answers plain tuples; :mod:`tenure.dashboard.insights` turns them into records.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+#: Jobs per queue per state. A full pass over the jobs table (one covering read per row): callers
+#: cache the answer for a couple of seconds (see tenure.dashboard.insights).
+QUEUE_STATE_COUNTS = "SELECT queue, state, count(*) FROM tenure_jobs GROUP BY queue, state"
+
+#: The queue registry as the dashboard shows it.
+QUEUES = """
+SELECT name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at, updated_at
+FROM tenure_queues ORDER BY name
+"""
+
+#: Settled jobs (done, dead, cancelled) whose last change falls in [since, until), per bucket of
+#: ``bucket`` ms. The predicate is the tenure_jobs_settled partial index's, so only the window is read.
+SETTLED_BUCKETS = """
+SELECT (updated_at - :since) / :bucket AS b, state, count(*) FROM tenure_jobs
+WHERE state IN ('done', 'dead', 'cancelled') AND updated_at >= :since AND updated_at < :until
+GROUP BY b, state
+"""
+
+#: Jobs now waiting for a retry (state failed) whose failure falls in the window, per bucket.
+FAILED_BUCKETS = """
+SELECT (updated_at - :since) / :bucket AS b, 'failed', count(*) FROM tenure_jobs
+WHERE state = 'failed' AND updated_at >= :since AND updated_at < :until
+GROUP BY b
+"""
+
+WORKERS = """
+SELECT id, host, pid, queues, kinds, concurrency, started_at, heartbeat_at, in_flight, stats
+FROM tenure_workers ORDER BY heartbeat_at DESC, id LIMIT :limit
+"""
+
+SCHEMA_VERSIONS = "SELECT version, name, applied_at FROM tenure_migrations ORDER BY version"
+
 
 class SQLiteInsightsMixin:
-    """Dashboard/metrics read methods of the SQLite session."""
+    """Dashboard/metrics read methods of the SQLite session (read-only)."""
+
+    _conn: Any
+
+    def insight_queue_counts(self) -> list[tuple[str, str, int]]:
+        """``(queue, state, count)`` for every queue and state that has rows."""
+        return self._conn.execute(QUEUE_STATE_COUNTS).fetchall()
+
+    def insight_queues(self) -> list[tuple]:
+        """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at,
+        updated_at)`` per registered queue, by name."""
+        return self._conn.execute(QUEUES).fetchall()
+
+    def insight_settled_buckets(self, since: int, until: int, bucket_ms: int) -> list[tuple[int, str, int]]:
+        """``(bucket index, state, count)`` of jobs whose latest settlement (done, dead, cancelled,
+        or a failure now waiting for its retry) happened in ``[since, until)``."""
+        params = {"since": since, "until": until, "bucket": bucket_ms}
+        conn = self._conn
+        return conn.execute(SETTLED_BUCKETS, params).fetchall() + conn.execute(FAILED_BUCKETS, params).fetchall()
+
+    def insight_workers(self, limit: int) -> list[tuple]:
+        """Rows of the worker registry, most recent heartbeat first (JSON columns as text)."""
+        return self._conn.execute(WORKERS, {"limit": limit}).fetchall()
+
+    def insight_schema_versions(self) -> list[tuple[int, str, int]]:
+        """``(version, name, applied_at)`` of every applied migration."""
+        return self._conn.execute(SCHEMA_VERSIONS).fetchall()

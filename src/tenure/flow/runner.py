@@ -1,0 +1,451 @@
+"""Running workflows as jobs: the :class:`Runner` registers each flow as a job kind.
+
+``store.jobs.enqueue("sync-report", {"input": {...}})`` starts a run; the job id is the run id and
+the run's output becomes the job's ``result`` (JOBS-FORMAT §7, checklist 7.2). One attempt of a run:
+
+1. reads the run's checkpoints (``ctx.checkpoints``: generations up to its own);
+2. checks the recorded identity (:mod:`tenure.flow.identity`): a fresh run records it, an agreeing
+   resume writes nothing, a disagreeing one is refused with
+   :class:`~tenure.errors.ResumeMismatch` (TN2069) and the job is made ``dead`` at once with the
+   refusal in ``last_error`` (checklist decision 6);
+3. restores the recorded nodes without running them, then runs the rest as their dependencies
+   complete — sync tasks on a per-run thread pool, async tasks on a per-run event loop, at most
+   :attr:`Flow.max_parallel` at once — saving each node's value through the fenced checkpoint
+   store as it completes (so a stale attempt's save is refused and writes nothing);
+4. returns the output; the worker's ``complete`` stores it, marks the job done and prunes the
+   checkpoints in one transaction.
+
+A task failure fails the attempt (retried with backoff; siblings already running are allowed to
+finish, and their values are kept). Cancellation — the worker stopping, a lost lease, an operator's
+``cancel`` — reaches every running task through ``ctx.cancelled``; no new node starts after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ..errors import FENCE_CODES, InvalidArgument, InvalidType, ResumeMismatch, TenureError
+from ..jobs import DEFAULT_LEASE_MS
+from .document import Flow
+from .identity import RUN_NODE, RunIdentity, differences, is_legacy, refuse
+from .registry import RESERVED_PREFIX, Registry, TaskImpl
+
+if TYPE_CHECKING:
+    from ..records import Job
+    from ..store import Store
+    from ..worker import CancelEvent, JobContext, StopResult, Worker
+
+log = logging.getLogger("tenure.flow")
+
+#: How often (seconds) a run's scheduler looks at the cancellation event while tasks run.
+CANCEL_POLL = 0.02
+
+
+class TaskFailed(RuntimeError):
+    """A task raised (or returned a value that cannot be stored). The attempt fails with this
+    message in ``last_error`` and is retried like any failed job; ``__cause__`` is the original."""
+
+    def __init__(self, message: str, *, node_id: str, task: str) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+        self.task = task
+
+
+class RunInterrupted(RuntimeError):
+    """The run stopped because its cancellation was set (the worker stopping) before every node
+    finished. The attempt fails; a later attempt resumes from the saved nodes."""
+
+    def __init__(self, message: str, reason: Any = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class TaskContext:
+    """What a task receives: the run's input, its dependencies' values, the run's cancellation and
+    the run id to thread into side effects as an idempotency key (checklist 7.6, 7.7)."""
+
+    __slots__ = ("node_id", "task", "version", "input", "needs", "flow", "_job_ctx")
+
+    def __init__(self, job_ctx: JobContext, flow: str, node_id: str, impl: TaskImpl, run_input: Any,
+                 needs: Mapping[str, Any]) -> None:
+        self._job_ctx = job_ctx
+        self.flow = flow
+        self.node_id = node_id
+        self.task = impl.name
+        self.version = impl.version
+        self.input = run_input
+        self.needs: Mapping[str, Any] = MappingProxyType(dict(needs))
+
+    def __getitem__(self, node_id: str) -> Any:
+        """The value of a node this one needs."""
+        try:
+            return self.needs[node_id]
+        except KeyError:
+            raise KeyError(f"node {self.node_id!r} does not need {node_id!r} "
+                           f"(its needs: {sorted(self.needs)})") from None
+
+    @property
+    def run_id(self) -> str:
+        """The run id, which is the job id."""
+        return self._job_ctx.job.id
+
+    job_id = run_id
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across every attempt of the run: ``"<job id>:<node id>"``. Pass it to what the
+        task touches so a re-run after a crash does not repeat an effect."""
+        return f"{self._job_ctx.job.id}:{self.node_id}"
+
+    @property
+    def cancelled(self) -> CancelEvent:
+        """The run's cancellation: the job handler's own ``ctx.cancelled`` (``is_set()``,
+        ``wait(timeout)``, ``await wait_async()``, ``reason``)."""
+        return self._job_ctx.cancelled
+
+    @property
+    def job(self) -> Job:
+        return self._job_ctx.job
+
+    @property
+    def attempt(self) -> int:
+        return self._job_ctx.lease.attempt
+
+    @property
+    def generation(self) -> int:
+        """The generation of the attempt running this task (what its checkpoint is stamped with)."""
+        return self._job_ctx.lease.generation
+
+    @property
+    def store(self) -> Store:
+        return self._job_ctx.store
+
+    def __repr__(self) -> str:
+        return f"<TaskContext run={self.run_id!r} node={self.node_id!r} task={self.task!r}@{self.version!r}>"
+
+
+class _Bound:
+    """A flow with its tasks resolved against the runner's registry."""
+
+    __slots__ = ("flow", "impls", "versions", "order")
+
+    def __init__(self, flow: Flow, registry: Registry | None) -> None:
+        self.flow = flow
+        self.impls = flow.resolve(registry)
+        self.versions = {name: impl.version for name, impl in self.impls.items()}
+        self.order = flow.order
+
+
+def parse_payload(kind: str, payload: Any) -> Any:
+    """The run's input from a job payload: ``{"input": ...}`` (or None for no input)."""
+    if payload is None:
+        return None
+    if isinstance(payload, dict) and set(payload) == {"input"}:
+        return payload["input"]
+    raise InvalidArgument(f"a run of flow {kind!r} takes the payload {{\"input\": ...}}, got "
+                          f"{payload!r:.200}", problem="bad_payload")
+
+
+class FlowHandler:
+    """The job handler for one flow: ``handler(payload, ctx)`` runs one attempt of a run."""
+
+    def __init__(self, bound: _Bound) -> None:
+        self._bound = bound
+
+    @property
+    def flow(self) -> Flow:
+        return self._bound.flow
+
+    def __call__(self, payload: Any, ctx: JobContext) -> Any:
+        bound = self._bound
+        try:
+            run_input = parse_payload(bound.flow.name, payload)
+            identity = RunIdentity.of(bound.flow, run_input, bound.versions)
+            values = _restore(ctx, bound, identity)
+        except (ResumeMismatch, InvalidArgument) as err:
+            if isinstance(err, InvalidArgument) and err.details.get("problem") != "bad_payload":
+                raise
+            _make_dead(ctx, err)
+            raise
+        return _Run(bound, ctx, run_input, values).execute()
+
+
+def _make_dead(ctx: JobContext, err: TenureError) -> None:
+    """A refusal no retry can cure: settle the attempt ``dead`` now, with the refusal as
+    ``last_error``. The worker's own settlement of the same attempt is then a no-op."""
+    try:
+        ctx.store.jobs.fail(ctx.lease, err, dead=True)
+    except TenureError as exc:
+        log.warning("could not mark run %s dead after a refused resume: %s", ctx.job.id, exc)
+
+
+def _restore(ctx: JobContext, bound: _Bound, identity: RunIdentity) -> dict[str, Any]:
+    """Check the recorded identity and answer the recorded node values (JOBS-FORMAT §7).
+
+    Fresh run: records the identity. Agreeing resume: writes nothing. Legacy record without node
+    values: upgrades the identity in place. Anything else: :class:`ResumeMismatch`."""
+    flow = bound.flow
+    job_id = ctx.job.id
+    checkpoints = ctx.checkpoints
+    recorded = checkpoints.load()
+    record = recorded.pop(RUN_NODE, None)
+    values = {k: v for k, v in recorded.items() if not k.startswith(RESERVED_PREFIX)}
+    unknown = [k for k in values if k not in flow.nodes]
+    if not isinstance(record, dict):
+        if values:
+            raise refuse(job_id, flow.name, [], legacy_values=sorted(values))
+        checkpoints.save(RUN_NODE, identity.record())
+        return {}
+    changes = differences(record, identity)
+    if is_legacy(record):
+        if values or changes:
+            raise refuse(job_id, flow.name, changes, legacy_values=sorted(values) or None,
+                         unknown_nodes=unknown or None)
+        checkpoints.save(RUN_NODE, identity.record())  # the legacy rule: upgrade in place
+        return {}
+    if changes or unknown:
+        raise refuse(job_id, flow.name, changes, unknown_nodes=unknown or None)
+    return values
+
+
+class _Run:
+    """One attempt of one run: schedules the nodes that have no recorded value."""
+
+    def __init__(self, bound: _Bound, ctx: JobContext, run_input: Any, values: dict[str, Any]) -> None:
+        self.bound = bound
+        self.flow = bound.flow
+        self.ctx = ctx
+        self.input = run_input
+        self.values = values
+        self.checkpoints = ctx.checkpoints
+
+    def execute(self) -> Any:
+        flow = self.flow
+        if len(self.values) < len(flow.nodes):
+            asyncio.run(self._schedule())
+        return self._output()
+
+    def _output(self) -> Any:
+        out = self.flow.output
+        if isinstance(out, str):
+            return self.values[out]
+        names = self.flow.sinks() if out is None else out
+        return {n: self.values[n] for n in names}
+
+    # -- scheduling --------------------------------------------------------------------------------
+    async def _schedule(self) -> None:
+        flow, bound, cancelled = self.flow, self.bound, self.ctx.cancelled
+        nodes = flow.nodes
+        waiting = [n for n in bound.order if n not in self.values]
+        running: dict[asyncio.Future, str] = {}
+        async_tasks: list[asyncio.Future] = []
+        failure: BaseException | None = None
+        loop = asyncio.get_running_loop()
+        pool = ThreadPoolExecutor(max_workers=flow.max_parallel,
+                                  thread_name_prefix=f"tenure-flow-{flow.name}")
+        try:
+            while True:
+                if failure is None and not cancelled.is_set():
+                    for node_id in list(waiting):
+                        if len(running) >= flow.max_parallel:
+                            break
+                        node = nodes[node_id]
+                        if all(dep in self.values for dep in node.needs):
+                            waiting.remove(node_id)
+                            impl = bound.impls[node.task]
+                            needs = {dep: self.values[dep] for dep in node.needs}
+                            if impl.is_async:
+                                fut = asyncio.ensure_future(self._run_async(node_id, impl, needs))
+                                async_tasks.append(fut)
+                            else:
+                                fut = loop.run_in_executor(pool, self._run_sync, node_id, impl, needs)
+                            running[fut] = node_id
+                if not running:
+                    break
+                done, _ = await asyncio.wait(running, timeout=CANCEL_POLL,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if cancelled.is_set():
+                    for fut in async_tasks:
+                        if not fut.done():
+                            fut.cancel()
+                for fut in done:
+                    node_id = running.pop(fut)
+                    try:
+                        self.values[node_id] = fut.result()
+                    except asyncio.CancelledError:
+                        pass
+                    except BaseException as exc:  # noqa: BLE001 - reported after the siblings finish
+                        failure = _first(failure, exc)
+        finally:
+            pool.shutdown(wait=False)
+        done_all = len(self.values) == len(nodes)
+        if failure is not None and not done_all:
+            if isinstance(failure, TenureError) and failure.code in FENCE_CODES:
+                raise failure
+            if cancelled.is_set():
+                raise self._interrupted() from failure
+            raise failure
+        if not done_all:
+            raise self._interrupted()
+
+    def _interrupted(self) -> BaseException:
+        reason = self.ctx.cancelled.reason
+        if isinstance(reason, TenureError):
+            return reason  # a lost lease or an operator's cancel: the worker records it as such
+        done = [n for n in self.bound.order if n in self.values]
+        return RunInterrupted(f"run {self.ctx.job.id!r} of flow {self.flow.name!r} was interrupted "
+                              f"({reason}); nodes saved: {done or 'none'}", reason)
+
+    # -- one node ----------------------------------------------------------------------------------
+    def _context(self, node_id: str, impl: TaskImpl, needs: dict[str, Any]) -> TaskContext:
+        return TaskContext(self.ctx, self.flow.name, node_id, impl, self.input, needs)
+
+    def _failed(self, node_id: str, impl: TaskImpl, exc: BaseException) -> TaskFailed:
+        err = TaskFailed(f"node {node_id!r} (task {impl.name!r} version {impl.version!r}) failed: "
+                         f"{type(exc).__name__}: {_text(exc)}", node_id=node_id, task=impl.name)
+        err.__cause__ = exc
+        return err
+
+    def _run_sync(self, node_id: str, impl: TaskImpl, needs: dict[str, Any]) -> Any:
+        try:
+            value = impl.fn(self._context(node_id, impl, needs))
+        except Exception as exc:  # noqa: BLE001
+            raise self._failed(node_id, impl, exc) from exc
+        self._save(node_id, impl, value)
+        return value
+
+    async def _run_async(self, node_id: str, impl: TaskImpl, needs: dict[str, Any]) -> Any:
+        try:
+            value = await impl.fn(self._context(node_id, impl, needs))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise self._failed(node_id, impl, exc) from exc
+        await asyncio.to_thread(self._save, node_id, impl, value)
+        return value
+
+    def _save(self, node_id: str, impl: TaskImpl, value: Any) -> None:
+        try:
+            self.checkpoints.save(node_id, value)
+        except (InvalidArgument, InvalidType) as exc:
+            raise self._failed(node_id, impl, exc) from exc
+
+
+def _first(current: BaseException | None, new: BaseException) -> BaseException:
+    """Keep the first failure, but a fence refusal (the attempt lost its lease) wins."""
+    if current is None:
+        return new
+    if isinstance(new, TenureError) and new.code in FENCE_CODES and not (
+            isinstance(current, TenureError) and current.code in FENCE_CODES):
+        return new
+    return current
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001
+        return "<unprintable>"
+
+
+WORKER_OPTIONS = ("concurrency", "poll_interval", "lease_ms", "owner", "renew", "on_outcome", "backoff_base",
+                  "backoff_cap", "stop_grace")
+
+
+class Runner:
+    """Runs flows as job kinds on a worker (checklist 7.2, 7.8, 7.9).
+
+    ```python
+    runner = Runner(store, flows=[flow], registry=tasks, concurrency=4, stop_grace=10)
+    runner.start()          # or: store.jobs.create_worker({**runner.handlers(), ...}).start()
+    store.jobs.enqueue("sync-report", {"input": {"day": "2026-08-05"}})
+    ...
+    runner.stop()           # uses stop_grace=10 unless stop(grace) says otherwise
+    ```
+    Every flow is validated and its tasks resolved at construction (flow's own registry first,
+    then ``registry``). The worker options are forwarded to the worker the runner creates; other
+    :class:`tenure.worker.Worker` keywords (``queues``, ``timeout``, ...) pass through too.
+    """
+
+    def __init__(self, store: Store, flows: Iterable[Flow], *, registry: Registry | None = None,
+                 concurrency: int = 1, poll_interval: float = 0.5, lease_ms: int = DEFAULT_LEASE_MS,
+                 owner: str | None = None, renew: bool = True, on_outcome: Any = None,
+                 backoff_base: float = 1.0, backoff_cap: float = 60.0, stop_grace: float = 5.0,
+                 **worker_options: Any) -> None:
+        if isinstance(flows, Flow):
+            flows = [flows]
+        self.store = store
+        self.registry = registry
+        self._flows: dict[str, _Bound] = {}
+        for flow in flows:
+            if not isinstance(flow, Flow):
+                raise InvalidType(f"Runner takes tenure.flow.Flow objects, got {type(flow).__name__}")
+            if flow.name in self._flows:
+                raise InvalidArgument(f"two flows are named {flow.name!r}: a job kind maps to one flow",
+                                      problem="duplicate_flow")
+            self._flows[flow.name] = _Bound(flow, registry)
+        if not self._flows:
+            raise InvalidArgument("Runner needs at least one flow", problem="empty")
+        self.options: dict[str, Any] = {
+            "concurrency": concurrency, "poll_interval": poll_interval, "lease_ms": lease_ms, "owner": owner,
+            "renew": renew, "on_outcome": on_outcome, "backoff_base": backoff_base, "backoff_cap": backoff_cap,
+            "stop_grace": stop_grace, **worker_options}
+        self.worker: Worker | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def flows(self) -> dict[str, Flow]:
+        """The flows by job kind."""
+        return {name: b.flow for name, b in self._flows.items()}
+
+    @property
+    def stop_grace(self) -> float:
+        """The declared default grace of :meth:`stop`."""
+        return float(self.options["stop_grace"])
+
+    def task_versions(self, kind: str) -> dict[str, Any]:
+        """The canonical ``{task: declared version}`` map a run of ``kind`` records."""
+        return dict(sorted(self._flows[kind].versions.items()))
+
+    def handlers(self) -> dict[str, FlowHandler]:
+        """``{flow name: handler}``, to merge into any worker's handler map."""
+        return {name: FlowHandler(b) for name, b in self._flows.items()}
+
+    def create_worker(self, **overrides: Any) -> Worker:
+        """A (not yet started) worker for the flows, with the runner's options (``overrides`` win)."""
+        return self.store.jobs.create_worker(self.handlers(), **{**self.options, **overrides})
+
+    def start(self) -> Runner:
+        """Create and start the runner's worker. Refused while it is running."""
+        with self._lock:
+            if self.worker is not None and self.worker.running:
+                raise InvalidType("this runner is already running; stop() it before start() again")
+            self.worker = self.create_worker()
+            self.worker.start()
+        return self
+
+    def stop(self, grace: float | None = None) -> StopResult:
+        """Stop the worker: cancel running tasks and wait up to ``grace`` seconds (default: the
+        runner's declared ``stop_grace``). Never raises; answers ``{drained, in_flight}``."""
+        from ..worker import StopResult
+
+        worker = self.worker
+        if worker is None:
+            return StopResult(True, 0)
+        return worker.stop(self.stop_grace if grace is None else grace)
+
+    def stats(self) -> dict[str, int]:
+        """The worker's counters (empty before :meth:`start`)."""
+        return {} if self.worker is None else self.worker.stats()
+
+    def __enter__(self) -> Runner:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

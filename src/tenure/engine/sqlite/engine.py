@@ -354,6 +354,15 @@ class SQLiteEngine(Engine):
             target, uri = self.path, False
         conn = sqlite3.connect(target, uri=uri, timeout=self.busy_timeout_ms / 1000,
                                check_same_thread=False, isolation_level=None)
+        if self.read_only:
+            try:
+                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            except sqlite3.OperationalError:
+                # A WAL database on read-only media (no -shm to map): nobody can write it, so it
+                # is safe to read it as immutable.
+                conn.close()
+                conn = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True,
+                                       check_same_thread=False, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
         if not self.read_only and self.path != ":memory:":
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]

@@ -6,6 +6,7 @@ Both use only the public store API, so the CLI, the dashboard and user code see 
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, InvalidType, LeaseNotHeld
@@ -51,9 +52,10 @@ def describe_run(store: Store, job_id: str, *, flow: Flow | None = None) -> dict
         }
 
     ``status`` is ``done`` (a value is recorded), ``running`` (no value, every dependency done,
-    and the job is leased: the current attempt is running it or about to, subject to the flow's
-    ``max_parallel``), ``ready`` (the same but the job is not leased: waiting for its next
-    attempt) or ``pending`` (a dependency is not done). The node list comes from ``flow`` when
+    and the job holds a live lease: the current attempt is running it or about to, subject to the
+    flow's ``max_parallel``), ``ready`` (the same but no live lease: waiting for its next attempt,
+    or for a reclaim after a crash) or ``pending`` (a dependency is not done). "Live" is judged
+    by the store's injected clock, else this host's wall clock. The node list comes from ``flow`` when
     given, else from the shape the run recorded with its identity, else it lists only the
     recorded nodes. After completion the checkpoints are pruned: ``identity`` is None and, given
     ``flow``, every node is ``done`` with ``value`` None (the output is in ``result``).
@@ -81,7 +83,8 @@ def describe_run(store: Store, job_id: str, *, flow: Flow | None = None) -> dict
         order = _topological(shape)
     else:
         order = []
-    leased = job.state == "leased"
+    now = int(store.clock()) if store.clock is not None else time.time_ns() // 1_000_000
+    leased = job.state == "leased" and job.lease_until is not None and job.lease_until > now
     nodes = []
     for node_id in order + [n for n in recorded if n not in (shape or {})]:
         spec = (shape or {}).get(node_id, {})

@@ -1,75 +1,298 @@
-"""The ``tenure`` command line."""
+"""The ``tenure`` command line: the operator's surface, over the same public API as user code.
+
+Every command takes ``--url`` (default ``$TENURE_URL``, else ``sqlite:///tenure.db``) and
+``--json``; prints tables for people and JSON for scripts; and exits with a one-line error, never a
+traceback: status 2 for bad input (a usage error, a malformed value, a TN1xxx refusal), status 1
+for everything else (an unreachable store, a fence refusal, a missing job). ``TENURE_DEBUG=1``
+adds the traceback for bug reports. No password is ever printed (``tenure.engine.redact_url``, and
+every error line is scrubbed of the URL's password).
+
+Tables use ``rich`` when it is installed (``tenure[cli]``) and stdout is a terminal; otherwise
+plain aligned columns (stable for ``grep``/``awk``), so the CLI needs nothing beyond ``click``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import logging
 import os
+import re
 import sys
 import time
-from typing import Any
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import click
 
 from . import connect
 from .engine import redact_url
-from .errors import TenureError
+from .errors import InvalidArgument, InvalidType, TenureError
+from .records import STATES
+
+if TYPE_CHECKING:
+    from .store import Store
+
+#: Secrets (URL passwords, dashboard tokens) scrubbed from every line the CLI prints on error.
+_SECRETS: set[str] = set()
+EXIT_ERROR = 1
+EXIT_USAGE = 2
 
 
-def _fail(message: str) -> None:
-    click.echo(f"tenure: {message}", err=True)
-    sys.exit(2)
+# -- errors ------------------------------------------------------------------------------------
+
+
+def _scrub(text: str) -> str:
+    for secret in _SECRETS:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_scrub(str(text)).split())
+
+
+def _fail(message: str, code: int = EXIT_ERROR) -> None:
+    click.echo(f"tenure: {_one_line(message)}", err=True)
+    sys.exit(code)
+
+
+def _is_usage(exc: TenureError) -> bool:
+    return isinstance(exc, InvalidArgument | InvalidType) or exc.code.startswith("TN1")
 
 
 class _Group(click.Group):
-    """Every command exits with a one-line error (no traceback) on a coded error."""
+    """Every command exits with one line on error: ``tenure: <message>`` (no traceback)."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D401 - click's entry point
+        kwargs["standalone_mode"] = False
         try:
-            return super().invoke(ctx)
+            rv = super().main(*args, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            _fail("aborted", 130)
+        except click.ClickException as exc:
+            hint = ""
+            if isinstance(exc, click.UsageError) and exc.ctx is not None:
+                hint = f" (see: {exc.ctx.command_path} --help)"
+            _fail(exc.format_message() + hint, exc.exit_code if exc.exit_code else EXIT_USAGE)
         except TenureError as exc:
-            _fail(str(exc))
+            self._debug()
+            _fail(str(exc), EXIT_USAGE if _is_usage(exc) else EXIT_ERROR)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except (BrokenPipeError, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the one-line contract holds for surprises too
+            self._debug()
+            _fail(f"{type(exc).__name__}: {exc} (set TENURE_DEBUG=1 for the traceback)")
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
+        return rv
+
+    @staticmethod
+    def _debug() -> None:
+        if os.environ.get("TENURE_DEBUG"):
+            click.echo(_scrub(traceback.format_exc()), err=True)
+
+
+def _inherit_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A command's --url, else the one given before the command (``tenure --url X jobs list``)."""
+    source = ctx.get_parameter_source(param.name)
+    if source is click.core.ParameterSource.COMMANDLINE:
+        return value
+    root = ctx.find_root()
+    if root is not ctx and root.get_parameter_source("url") is click.core.ParameterSource.COMMANDLINE:
+        return root.params.get("url")
+    return value
 
 
 @click.group(cls=_Group)
 @click.version_option(package_name="tenure")
-def main() -> None:
-    """tenure: a durable job queue (SQLite embedded, PostgreSQL scale-out)."""
+@click.option("--url", envvar="TENURE_URL", default=None, metavar="URL",
+              help="Store URL for the command (each command also takes --url).")
+def main(url: str | None) -> None:
+    """tenure: a durable job queue (SQLite embedded, PostgreSQL scale-out).
+
+    Every command takes --url (or $TENURE_URL) and --json.
+    """
     logging.basicConfig(level=os.environ.get("TENURE_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
 
-url_option = click.option("--url", envvar="TENURE_URL", default=None,
+# -- options and helpers -----------------------------------------------------------------------
+
+url_option = click.option("--url", envvar="TENURE_URL", default=None, metavar="URL", callback=_inherit_url,
                           help="Store URL (default $TENURE_URL, else sqlite:///tenure.db).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, None: 1}
 
 
-def load_app(spec: str):
-    """``module:attribute`` -> the App object."""
-    if ":" not in spec:
-        _fail(f"expected module:attribute (e.g. myproject.tasks:app), got {spec!r}")
-    module_name, attr = spec.split(":", 1)
-    sys.path.insert(0, os.getcwd())
+def parse_duration(text: str, what: str) -> float:
+    """``"7d"``, ``"12h"``, ``"30m"``, ``"45s"``, ``"250ms"`` or a plain number of seconds -> seconds."""
+    m = _DURATION.match(str(text))
+    if not m:
+        raise click.BadParameter(f"{text!r} is not a duration (use e.g. 30s, 15m, 12h, 7d)", param_hint=what)
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def _duration_option(*names: str, help: str) -> Callable:
+    return click.option(*names, default=None, metavar="DURATION", help=help + " (e.g. 30s, 15m, 2h, 7d).")
+
+
+def _remember_secret(url: str) -> None:
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        _fail(f"cannot import {module_name!r}: {exc}")
+        password = urlsplit(url).password
+    except ValueError:
+        return
+    if password:
+        _SECRETS.add(password)
+
+
+def open_store(url: str | None, **options: Any) -> Store:
+    """Connect and open the store now (migrating it), so an unreachable store fails here."""
+    url = url or os.environ.get("TENURE_URL") or None
+    if url:
+        _remember_secret(url)
+    store = connect(url, **options)
+    store.jobs  # noqa: B018 - open now: the coded error surfaces before any output
+    return store
+
+
+def fmt_ms(ms: int | None) -> str:
+    """Epoch ms as ``YYYY-MM-DD HH:MM:SS`` UTC ('' for None)."""
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_ago(ms: int | None, now: int) -> str:
+    if ms is None:
+        return ""
+    delta = (now - ms) / 1000
+    suffix = "ago" if delta >= 0 else "from now"
+    delta = abs(delta)
+    if delta < 120:
+        return f"{delta:.0f}s {suffix}"
+    if delta < 7200:
+        return f"{delta / 60:.0f}m {suffix}"
+    if delta < 172800:
+        return f"{delta / 3600:.0f}h {suffix}"
+    return f"{delta / 86400:.0f}d {suffix}"
+
+
+def _short(text: Any, width: int = 60) -> str:
+    if text is None:
+        return ""
+    s = " ".join(str(text).split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _rich_console(err: bool = False):
+    """A rich Console when rich is installed and the stream is a terminal, else None."""
+    stream = sys.stderr if err else sys.stdout
+    if os.environ.get("TENURE_PLAIN") or not stream.isatty():
+        return None
     try:
-        return getattr(module, attr)
-    except AttributeError:
-        _fail(f"{module_name!r} has no attribute {attr!r}")
+        from rich.console import Console
+    except ImportError:
+        return None
+    return Console(file=stream)
+
+
+def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None,
+                 console: Any = None) -> str:
+    """The rows as a table: a rich table on ``console`` (returns ''), else plain aligned text."""
+    rows = [["" if c is None else str(c) for c in r] for r in rows]
+    if console is not None:
+        from rich.table import Table
+
+        table = Table(title=title, header_style="bold", show_lines=False)
+        for h in headers:
+            table.add_column(h, overflow="fold")
+        for r in rows:
+            table.add_row(*r)
+        console.print(table)
+        return ""
+    widths = [len(h) for h in headers]
+    for r in rows:
+        for i, c in enumerate(r):
+            widths[i] = max(widths[i], len(c))
+    lines = []
+    if title:
+        lines.append(title)
+    lines.append("  ".join(h.upper().ljust(widths[i]) for i, h in enumerate(headers)).rstrip())
+    for r in rows:
+        lines.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip())
+    return "\n".join(lines)
+
+
+def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None) -> None:
+    text = render_table(headers, rows, title=title, console=_rich_console())
+    if text:
+        click.echo(text)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, default=_jsonable, sort_keys=False))
+
+
+def _jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    return str(obj)
+
+
+def _payload(text: str | None, what: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint=what) from None
+
+
+def _need(obj: Any, attr: str, feature: str) -> Any:
+    fn = getattr(obj, attr, None)
+    if fn is None:
+        _fail(f"this tenure has no {feature} yet")
+    return fn
+
+
+def _close(store: Store) -> None:
+    try:
+        store.close(grace=1)
+    except TenureError:
+        pass
+
+
+# -- demo --------------------------------------------------------------------------------------
 
 
 @main.command()
 @url_option
 @click.option("--jobs", "n_jobs", default=500, show_default=True, help="How many demo jobs to enqueue.")
 @click.option("--concurrency", default=8, show_default=True)
-def demo(url: str | None, n_jobs: int, concurrency: int) -> None:
+@json_option
+def demo(url: str | None, n_jobs: int, concurrency: int, as_json: bool) -> None:
     """Enqueue jobs and work them with a real worker on SQLite, showing progress and counts."""
     url = url or "sqlite:///tenure-demo.db"
-    store = connect(url)
+    store = open_store(url)
     jobs = store.jobs
-    click.echo(f"store: {redact_url(url)}")
+    say = (lambda *a, **k: None) if as_json else click.echo
+    say(f"store: {redact_url(url)}")
 
     def resize(payload: dict, ctx) -> dict:
         if payload["n"] % 97 == 13 and ctx.attempt == 1:
@@ -78,7 +301,7 @@ def demo(url: str | None, n_jobs: int, concurrency: int) -> None:
 
     t0 = time.perf_counter()
     ids = jobs.enqueue_many([{"kind": "demo.resize", "payload": {"n": i}} for i in range(n_jobs)])
-    click.echo(f"enqueued {len(ids)} jobs in {(time.perf_counter() - t0) * 1000:.1f} ms")
+    say(f"enqueued {len(ids)} jobs in {(time.perf_counter() - t0) * 1000:.1f} ms")
     worker = jobs.create_worker({"demo.resize": resize}, concurrency=concurrency, backoff_base=0.05,
                                 backoff_cap=0.2)
     t1 = time.perf_counter()
@@ -87,34 +310,848 @@ def demo(url: str | None, n_jobs: int, concurrency: int) -> None:
             counts = jobs.counts()
             finished = counts["done"] + counts["dead"]
             pending = counts["pending"] + counts["failed"] + counts["leased"]
-            click.echo(f"\r  done {counts['done']:>6}  waiting {pending:>6}  dead {counts['dead']:>4}", nl=False)
+            if not as_json:
+                click.echo(f"\r  done {counts['done']:>6}  waiting {pending:>6}  dead {counts['dead']:>4}",
+                           nl=False)
             if pending == 0 and finished:
                 break
             time.sleep(0.05)
     elapsed = time.perf_counter() - t1
     stats = worker.stats()
-    click.echo("")
-    click.echo(f"worked {stats['completions']} completions and {stats['failures']} retried failures in "
-               f"{elapsed:.2f} s ({stats['completions'] / max(elapsed, 1e-9):.0f} jobs/s)")
-    click.echo("counts: " + json.dumps(jobs.counts()))
+    final = jobs.counts()
     sample = jobs.get(ids[13]) if len(ids) > 13 else None
-    if sample is not None:
-        click.echo(f"job {sample.id}: state={sample.state} attempts={sample.attempts} "
-                   f"last_error={sample.last_error!r} result={sample.result}")
+    if as_json:
+        emit_json({"store": redact_url(url), "enqueued": len(ids), "seconds": round(elapsed, 3),
+                   "completions": stats["completions"], "failures": stats["failures"], "counts": final})
+    else:
+        click.echo("")
+        click.echo(f"worked {stats['completions']} completions and {stats['failures']} retried failures in "
+                   f"{elapsed:.2f} s ({stats['completions'] / max(elapsed, 1e-9):.0f} jobs/s)")
+        click.echo("counts: " + json.dumps(final))
+        if sample is not None:
+            click.echo(f"job {sample.id}: state={sample.state} attempts={sample.attempts} "
+                       f"last_error={sample.last_error!r} result={sample.result}")
     store.close()
 
 
+# -- worker ------------------------------------------------------------------------------------
+
+
+def load_app(spec: str):
+    """``module:attribute`` -> the App object."""
+    if ":" not in spec:
+        raise click.BadParameter(f"expected module:attribute (e.g. myproject.tasks:app), got {spec!r}",
+                                 param_hint="APP")
+    module_name, attr = spec.split(":", 1)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise click.BadParameter(f"cannot import {module_name!r}: {exc}", param_hint="APP") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise click.BadParameter(f"{module_name!r} has no attribute {attr!r}", param_hint="APP") from None
+
+
+def _instrument(app: Any, registry_box: list) -> None:
+    """Time every handler of ``app`` into a job-duration histogram and capture the worker it
+    creates, for ``--metrics-port``. Both wrap the app's own methods (on this instance only) and
+    call through to them, so whatever ``run_worker`` does otherwise is unchanged."""
+    from .metrics import build_registry
+
+    workers: list = []
+    registry, jm = build_registry(store=app.store, workers=lambda: workers, job_metrics=True)
+    registry_box.append(registry)
+    handlers, create_worker = app.handlers, app.create_worker
+
+    def timed_handlers() -> dict:
+        return jm.wrap_all(handlers())
+
+    def capturing_create_worker(**options: Any):
+        w = create_worker(**options)
+        workers.append(w)
+        return w
+
+    app.handlers = timed_handlers
+    app.create_worker = capturing_create_worker
+
+
 @main.command()
-@click.argument("app_spec")
+@click.argument("app_spec", metavar="APP")
 @url_option
-@click.option("--concurrency", default=4, show_default=True)
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Handlers run at once per process.")
 @click.option("--queues", default=None, help="Comma-separated queues (default: all).")
-def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None) -> None:
-    """Run a worker over an App's tasks: tenure worker myproject.tasks:app."""
+@click.option("--processes", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Worker processes under one supervisor (for CPU-bound handlers).")
+@click.option("--max-jobs-per-process", default=None, type=click.IntRange(min=1),
+              help="Recycle a worker process after this many jobs (leaky handlers).")
+@click.option("--metrics-port", default=None, type=click.IntRange(min=0, max=65535),
+              help="Serve Prometheus /metrics on this port.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port.")
+def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None, processes: int,
+           max_jobs_per_process: int | None, metrics_port: int | None, metrics_host: str) -> None:
+    """Run a worker over an App's tasks: tenure worker myproject.tasks:app.
+
+    With --processes N (or --max-jobs-per-process) the worker runs as N child processes under a
+    supervisor that restarts any that die and forwards SIGINT/SIGTERM.
+    """
+    queue_list = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
+    if url:
+        _remember_secret(url)
+    if processes > 1 or max_jobs_per_process is not None:
+        try:
+            from .supervisor import run_supervisor
+        except ImportError:
+            _fail("--processes and --max-jobs-per-process need tenure's supervisor, which this tenure lacks")
+        load_app(app_spec)  # fail fast, in the parent, on a bad APP
+        server = None
+        if metrics_port is not None:
+            # Children are separate processes: the parent serves the store's gauges only.
+            from .metrics import build_registry, serve
+
+            registry, _ = build_registry(store=open_store(url))
+            server = serve(registry, metrics_port, metrics_host)
+        try:
+            rc = run_supervisor(app_spec, processes=processes, max_jobs_per_process=max_jobs_per_process,
+                                concurrency=concurrency, queues=queue_list, url=url)
+        finally:
+            if server is not None:
+                server.shutdown()
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
+        return
     app = load_app(app_spec)
     if url:
         app._url = url
-    app.run_worker(concurrency=concurrency, queues=queues.split(",") if queues else None)
+    server = None
+    if metrics_port is not None:
+        from .metrics import serve
+
+        box: list = []
+        _instrument(app, box)
+        server = serve(box[0], metrics_port, metrics_host)
+        logging.getLogger("tenure").info("metrics on http://%s:%d/metrics", metrics_host, metrics_port)
+    try:
+        app.run_worker(concurrency=concurrency, queues=queue_list)
+    finally:
+        if server is not None:
+            server.shutdown()
+
+
+# -- enqueue -----------------------------------------------------------------------------------
+
+_FILE_KEYS = {"kind", "payload", "id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout",
+              "singleton_key", "singleton_for", "group_key"}
+
+
+def _read_jsonl(path: str, default_kind: str | None) -> list[dict[str, Any]]:
+    out = []
+    try:
+        fh = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path!r}: {exc.strerror}", param_hint="--from-file") from None
+    with fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except ValueError as exc:
+                raise click.BadParameter(f"line {n}: not valid JSON ({exc})", param_hint="--from-file") from None
+            if not isinstance(item, dict):
+                raise click.BadParameter(f"line {n}: expected a JSON object, got {type(item).__name__}",
+                                         param_hint="--from-file")
+            if "kind" not in item:
+                if default_kind is None:
+                    raise click.BadParameter(f"line {n}: no 'kind' (give one per line, or KIND as the argument)",
+                                             param_hint="--from-file")
+                item["kind"] = default_kind
+            unknown = set(item) - _FILE_KEYS
+            if unknown:
+                raise click.BadParameter(f"line {n}: unknown key(s) {', '.join(sorted(unknown))}",
+                                         param_hint="--from-file")
+            out.append(item)
+    return out
+
+
+@main.command()
+@click.argument("kind", required=False)
+@url_option
+@click.option("--payload", default=None, metavar="JSON", help="The job's payload, as JSON.")
+@click.option("--queue", default="default", show_default=True)
+@click.option("--priority", default=0, show_default=True, type=int, help="Higher runs first.")
+@_duration_option("--delay", help="Run no earlier than this from now")
+@click.option("--id", "job_id", default=None, help="Caller-chosen job id (idempotent enqueue).")
+@click.option("--max-attempts", default=None, type=click.IntRange(min=1))
+@click.option("--from-file", "from_file", default=None, metavar="PATH",
+              help="Bulk-load a JSON-lines file ('-' for stdin): one object per line with enqueue's keys.")
+@click.option("--batch-size", default=1000, show_default=True, type=click.IntRange(min=1, max=100_000),
+              help="Jobs per enqueue_many transaction with --from-file.")
+@json_option
+def enqueue(kind: str | None, url: str | None, payload: str | None, queue: str, priority: int,
+            delay: str | None, job_id: str | None, max_attempts: int | None, from_file: str | None,
+            batch_size: int, as_json: bool) -> None:
+    """Enqueue one job (KIND --payload JSON), or many with --from-file jobs.jsonl.
+
+    Each line of the file is an object such as {"kind": "email.send", "payload": {...},
+    "queue": "emails", "priority": 5, "delay": 30}; KIND, when given, is the default kind.
+    """
+    if from_file is not None:
+        if payload is not None or job_id is not None:
+            raise click.UsageError("--payload and --id apply to one job; put them on each line with --from-file")
+        items = _read_jsonl(from_file, kind)
+        store = open_store(url)
+        try:
+            written = _enqueue_batches(store, items, batch_size, show_progress=not as_json)
+        finally:
+            _close(store)
+        if as_json:
+            emit_json({"enqueued": written, "lines": len(items)})
+        else:
+            click.echo(f"enqueued {written} job(s) from {from_file}")
+        return
+    if kind is None:
+        raise click.UsageError("give KIND (and --payload JSON), or --from-file PATH")
+    body = _payload(payload, "--payload")
+    delay_s = None if delay is None else parse_duration(delay, "--delay")
+    store = open_store(url)
+    try:
+        new_id = store.jobs.enqueue(kind, body, queue=queue, priority=priority, delay=delay_s, id=job_id,
+                                    max_attempts=max_attempts)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"id": new_id})
+    else:
+        click.echo(new_id if new_id is not None else "(deduplicated: no new job)")
+
+
+def _enqueue_batches(store: Store, items: list[dict[str, Any]], batch_size: int, *, show_progress: bool) -> int:
+    total = len(items)
+    written = 0
+    progress = None
+    console = _rich_console(err=True) if show_progress else None
+    advance: Callable[[int], None] = lambda n: None  # noqa: E731
+    if console is not None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        progress = Progress(TextColumn("enqueue"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                            console=console)
+        progress.start()
+        task = progress.add_task("enqueue", total=total)
+        advance = lambda n: progress.update(task, advance=n)  # noqa: E731
+    elif show_progress and sys.stderr.isatty():
+        bar = click.progressbar(length=total, label="enqueue", file=sys.stderr)
+        bar.__enter__()
+        progress = bar
+        advance = bar.update
+    try:
+        for start in range(0, total, batch_size):
+            batch = items[start:start + batch_size]
+            try:
+                store.jobs.enqueue_many(batch)
+            except TenureError as exc:
+                first = start + 1
+                raise type(exc)(f"{exc.message} (in the batch starting at job {first}; {written} job(s) "
+                                 "before it were enqueued, none of this batch)", **exc.details) from exc
+            written += len(batch)
+            advance(len(batch))
+    finally:
+        if progress is not None:
+            if hasattr(progress, "stop"):
+                progress.stop()
+            else:
+                progress.__exit__(None, None, None)
+    return written
+
+
+# -- jobs --------------------------------------------------------------------------------------
+
+
+@main.group(cls=click.Group)
+def jobs() -> None:
+    """List, inspect, cancel, requeue and redrive jobs."""
+
+
+def _job_dict(job: Any) -> dict[str, Any]:
+    return dataclasses.asdict(job)
+
+
+@jobs.command("list")
+@url_option
+@click.option("--state", type=click.Choice(STATES), default=None)
+@click.option("--queue", default=None)
+@click.option("--kind", default=None)
+@click.option("--after", default=None, metavar="JOB_ID", help="Continue after this id (keyset paging).")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1, max=10_000))
+@json_option
+def jobs_list(url: str | None, state: str | None, queue: str | None, kind: str | None, after: str | None,
+              limit: int, as_json: bool) -> None:
+    """One keyset page of jobs, by id (filter by --state, --queue, --kind)."""
+    store = open_store(url)
+    try:
+        page = store.jobs.page(state=state, kind=kind, queue=queue, after=after, limit=limit)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"items": [_job_dict(j) for j in page.items], "next_after": page.next_after})
+        return
+    print_table(["id", "kind", "queue", "state", "attempts", "run at (UTC)", "updated (UTC)", "last error"],
+                [(j.id, j.kind, j.queue, j.state, f"{j.attempts}/{j.max_attempts}", fmt_ms(j.run_at),
+                  fmt_ms(j.updated_at), _short(j.last_error, 40)) for j in page.items])
+    if page.next_after:
+        click.echo(f"more: --after {page.next_after}")
+    elif not page.items:
+        click.echo("no jobs match")
+
+
+@jobs.command("show")
+@click.argument("job_id")
+@url_option
+@json_option
+def jobs_show(job_id: str, url: str | None, as_json: bool) -> None:
+    """Everything the store holds about one job (never its lease token)."""
+    store = open_store(url)
+    try:
+        job = store.jobs.get(job_id)
+    finally:
+        _close(store)
+    if job is None:
+        _fail(f"no job {job_id!r}")
+    if as_json:
+        emit_json(_job_dict(job))
+        return
+    fields = [("id", job.id), ("kind", job.kind), ("queue", job.queue), ("state", job.state),
+              ("priority", job.priority), ("attempts", f"{job.attempts} of {job.max_attempts}"),
+              ("lease generation", job.lease_generation), ("lease owner", job.lease_owner or ""),
+              ("lease until", fmt_ms(job.lease_until)), ("run at", fmt_ms(job.run_at)),
+              ("created", fmt_ms(job.created_at)), ("updated", fmt_ms(job.updated_at)),
+              ("timeout", f"{job.timeout_ms} ms" if job.timeout_ms else ""),
+              ("singleton key", job.singleton_key or ""), ("group key", job.group_key or ""),
+              ("dead letter of", job.origin_id or ""), ("last error", job.last_error or "")]
+    print_table(["field", "value"], fields)
+    click.echo("payload:")
+    click.echo(json.dumps(job.payload, indent=2, ensure_ascii=False))
+    if job.result is not None:
+        click.echo("result:")
+        click.echo(json.dumps(job.result, indent=2, ensure_ascii=False))
+
+
+@jobs.command("cancel")
+@click.argument("job_id")
+@url_option
+@json_option
+def jobs_cancel(job_id: str, url: str | None, as_json: bool) -> None:
+    """Cancel a queued job (pending, failed, or with an expired lease)."""
+    store = open_store(url)
+    try:
+        changed = store.jobs.cancel(job_id)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"id": job_id, "cancelled": changed})
+    else:
+        click.echo(f"cancelled {job_id}" if changed else f"{job_id} was already cancelled")
+
+
+@jobs.command("requeue")
+@click.argument("job_id")
+@url_option
+@json_option
+def jobs_requeue(job_id: str, url: str | None, as_json: bool) -> None:
+    """Return a failed, dead, cancelled or lease-expired job to pending now (attempts are kept)."""
+    store = open_store(url)
+    try:
+        changed = store.jobs.requeue(job_id)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"id": job_id, "requeued": changed})
+    else:
+        click.echo(f"requeued {job_id}" if changed else f"{job_id} was already pending")
+
+
+@jobs.command("redrive")
+@click.argument("queue")
+@url_option
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="At most this many jobs.")
+@json_option
+def jobs_redrive(queue: str, url: str | None, limit: int | None, as_json: bool) -> None:
+    """Move the dead-lettered jobs in QUEUE back to their origin queue."""
+    store = open_store(url)
+    try:
+        moved = store.jobs.redrive(queue, limit=limit)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"queue": queue, "redriven": moved})
+    else:
+        click.echo(f"redrove {moved} job(s) from {queue}")
+
+
+# -- queues ------------------------------------------------------------------------------------
+
+
+@main.group(cls=click.Group)
+def queues() -> None:
+    """List, create, pause and resume queues."""
+
+
+@queues.command("list")
+@url_option
+@json_option
+def queues_list(url: str | None, as_json: bool) -> None:
+    """Every queue with its jobs per state and whether it is paused."""
+    from .dashboard.insights import Insights
+
+    store = open_store(url)
+    try:
+        summaries = Insights(store).queues()
+    finally:
+        _close(store)
+    if as_json:
+        emit_json([dataclasses.asdict(q) for q in summaries])
+        return
+    print_table(["queue", "paused", *STATES, "limit", "dead letter"],
+                [(q.name, "yes" if q.paused else "", *(q.counts.get(s, 0) for s in STATES),
+                  q.concurrency_limit or "", q.dead_letter or "") for q in summaries])
+
+
+@queues.command("create")
+@click.argument("name")
+@url_option
+@click.option("--max-attempts", type=click.IntRange(min=1), default=None)
+@_duration_option("--retry-delay", help="Delay before a retry")
+@click.option("--retry-backoff/--no-retry-backoff", default=None, help="Exponential backoff with jitter.")
+@_duration_option("--retry-delay-max", help="Cap on the exponential retry delay")
+@_duration_option("--timeout", help="Per-attempt timeout")
+@_duration_option("--retention", help="How long a queued job may wait before it expires")
+@_duration_option("--delete-after", help="How long a settled job is kept")
+@click.option("--dead-letter", default=None, metavar="QUEUE", help="Copy dead jobs to this queue.")
+@click.option("--concurrency-limit", type=click.IntRange(min=1), default=None,
+              help="At most this many leased jobs in the queue, across every worker.")
+@click.option("--group-limit", type=click.IntRange(min=1), default=None,
+              help="At most this many leased jobs per group key.")
+@click.option("--policy", default=None, type=click.Choice(["standard", "short", "singleton", "stately",
+                                                            "exclusive"]))
+@json_option
+def queues_create(name: str, url: str | None, as_json: bool, **opts: Any) -> None:
+    """Create (or update) a queue with its defaults."""
+    defaults: dict[str, Any] = {}
+    for key, value in opts.items():
+        if value is None:
+            continue
+        if key in ("retry_delay", "retry_delay_max", "timeout", "retention", "delete_after"):
+            value = parse_duration(value, "--" + key.replace("_", "-"))
+        defaults[key] = value
+    store = open_store(url)
+    try:
+        create = _need(store.queues, "create", "queue registry (store.queues.create)")
+        result = create(name, **defaults)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"queue": name, "created": True, "defaults": defaults,
+                   "record": result if dataclasses.is_dataclass(result) else None})
+    else:
+        click.echo(f"queue {name} ready" + (f" ({', '.join(f'{k}={v}' for k, v in defaults.items())})"
+                                            if defaults else ""))
+
+
+def _queue_toggle(verb: str) -> Callable:
+    @queues.command(verb)
+    @click.argument("name")
+    @url_option
+    @json_option
+    def cmd(name: str, url: str | None, as_json: bool) -> None:
+        store = open_store(url)
+        try:
+            fn = _need(store.queues, verb, f"queue {verb} (store.queues.{verb})")
+            fn(name)
+        finally:
+            _close(store)
+        if as_json:
+            emit_json({"queue": name, "paused": verb == "pause"})
+        else:
+            click.echo(f"queue {name} {'paused' if verb == 'pause' else 'resumed'}")
+
+    cmd.__doc__ = ("Stop claims from queue NAME in every process (jobs still enqueue)." if verb == "pause"
+                   else "Let workers claim from queue NAME again.")
+    return cmd
+
+
+_queue_toggle("pause")
+_queue_toggle("resume")
+
+
+# -- schedules ---------------------------------------------------------------------------------
+
+
+@main.group(cls=click.Group)
+def schedules() -> None:
+    """List, add and remove cron schedules."""
+
+
+def _schedule_dict(s: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(s):
+        return dataclasses.asdict(s)
+    if isinstance(s, dict):
+        return dict(s)
+    return {k: getattr(s, k) for k in dir(s) if not k.startswith("_") and not callable(getattr(s, k))}
+
+
+@schedules.command("list")
+@url_option
+@json_option
+def schedules_list(url: str | None, as_json: bool) -> None:
+    """Every schedule with its next fire time."""
+    store = open_store(url)
+    try:
+        registry = _need(store, "schedules", "schedules (store.schedules)")
+        items = [_schedule_dict(s) for s in registry.list()]
+    finally:
+        _close(store)
+    if as_json:
+        emit_json(items)
+        return
+    if not items:
+        click.echo("no schedules")
+        return
+    print_table(["name", "cron", "tz", "kind", "queue", "next fire (UTC)", "last fire (UTC)"],
+                [(s.get("name"), s.get("cron"), s.get("tz"), s.get("kind"), s.get("queue") or "",
+                  fmt_ms(s.get("next_fire_at")), fmt_ms(s.get("last_fire_at"))) for s in items])
+
+
+@schedules.command("add")
+@click.argument("name")
+@click.argument("cron")
+@click.argument("kind")
+@url_option
+@click.option("--payload", default=None, metavar="JSON")
+@click.option("--tz", default="UTC", show_default=True, help="IANA time zone the cron is read in.")
+@click.option("--queue", default=None)
+@json_option
+def schedules_add(name: str, cron: str, kind: str, url: str | None, payload: str | None, tz: str,
+                  queue: str | None, as_json: bool) -> None:
+    """Enqueue KIND on every CRON boundary (five fields or @hourly-style aliases), e.g.
+    tenure schedules add nightly "0 3 * * *" reports.build --tz Europe/Paris."""
+    body = _payload(payload, "--payload")
+    store = open_store(url)
+    try:
+        registry = _need(store, "schedules", "schedules (store.schedules)")
+        result = registry.add(name, cron, kind, body, tz=tz, queue=queue)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json(_schedule_dict(result) if result is not None else {"name": name})
+    else:
+        click.echo(f"schedule {name} added ({cron} {tz} -> {kind})")
+
+
+@schedules.command("remove")
+@click.argument("name")
+@url_option
+@json_option
+def schedules_remove(name: str, url: str | None, as_json: bool) -> None:
+    """Remove schedule NAME."""
+    store = open_store(url)
+    try:
+        registry = _need(store, "schedules", "schedules (store.schedules)")
+        removed = registry.remove(name)
+    finally:
+        _close(store)
+    removed = True if removed is None else bool(removed)
+    if as_json:
+        emit_json({"name": name, "removed": removed})
+    else:
+        click.echo(f"schedule {name} removed" if removed else f"no schedule {name!r}")
+    if not removed:
+        sys.exit(EXIT_ERROR)
+
+
+# -- workflow runs -----------------------------------------------------------------------------
+
+
+@main.group(cls=click.Group)
+def runs() -> None:
+    """Inspect workflow runs."""
+
+
+@runs.command("show")
+@click.argument("job_id")
+@url_option
+@json_option
+def runs_show(job_id: str, url: str | None, as_json: bool) -> None:
+    """A workflow run's nodes: done, running or pending, with their values."""
+    try:
+        from .flow import describe_run
+    except ImportError:
+        _fail("this tenure has no workflows (tenure.flow.describe_run)")
+    store = open_store(url)
+    try:
+        run = describe_run(store, job_id)
+    finally:
+        _close(store)
+    if run is None:
+        _fail(f"no job {job_id!r}")
+    data = _jsonable(run) if dataclasses.is_dataclass(run) else run
+    if as_json:
+        emit_json(data)
+        return
+    _print_run(data)
+
+
+def _print_run(data: Any) -> None:
+    if not isinstance(data, dict):
+        click.echo(json.dumps(data, default=_jsonable, indent=2))
+        return
+    head = [(k, v) for k, v in data.items() if not isinstance(v, list | dict)]
+    if head:
+        print_table(["field", "value"], [(k, _short(v, 80)) for k, v in head])
+    nodes = data.get("nodes")
+    if isinstance(nodes, list) and nodes and isinstance(nodes[0], dict):
+        cols = [c for c in ("id", "node_id", "name", "state", "needs", "version", "value", "generation")
+                if any(c in n for n in nodes)]
+        print_table(cols, [[_short(json.dumps(n.get(c), default=_jsonable) if isinstance(n.get(c), dict | list)
+                                   else n.get(c), 50) for c in cols] for n in nodes])
+    for k, v in data.items():
+        if isinstance(v, list | dict) and k != "nodes":
+            click.echo(f"{k}: {json.dumps(v, default=_jsonable)}")
+
+
+# -- stats -------------------------------------------------------------------------------------
+
+
+def _stats_data(insights: Any) -> dict[str, Any]:
+    ov = insights.overview(fresh=True)
+    tp = ov.throughput
+    last = tp.buckets[-1] if tp.buckets else {}
+    return {
+        "store": redact_url(ov.store), "now": ov.now, "counts": ov.counts,
+        "queues": [dataclasses.asdict(q) for q in ov.queues],
+        "last_hour": tp.totals(), "this_minute": {k: last.get(k, 0) for k in ("done", "failed", "dead",
+                                                                              "cancelled")},
+        "workers_alive": ov.workers_alive, "workers_total": ov.workers_total,
+    }
+
+
+def _stats_text(data: dict[str, Any]) -> str:
+    counts = data["counts"]
+    lines = [f"store {data['store']} at {fmt_ms(data['now'])} UTC",
+             "jobs: " + "  ".join(f"{s} {counts.get(s, 0)}" for s in STATES)]
+    h, m = data["last_hour"], data["this_minute"]
+    lines.append(f"last hour: done {h['done']}  failed {h['failed']}  dead {h['dead']}  "
+                 f"cancelled {h['cancelled']}   this minute: done {m['done']}  failed {m['failed']}")
+    lines.append(f"workers alive: {data['workers_alive']} of {data['workers_total']} registered")
+    table = render_table(["queue", "paused", *STATES],
+                         [(q["name"], "yes" if q["paused"] else "", *(q["counts"].get(s, 0) for s in STATES))
+                          for q in data["queues"]])
+    return "\n".join(lines) + "\n" + table
+
+
+@main.command()
+@url_option
+@click.option("--watch", is_flag=True, help="Refresh until interrupted.")
+@click.option("--interval", default=2.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds between refreshes with --watch.")
+@click.option("--iterations", default=None, type=click.IntRange(min=1), hidden=True,
+              help="Stop --watch after this many refreshes (tests).")
+@json_option
+def stats(url: str | None, watch: bool, interval: float, iterations: int | None, as_json: bool) -> None:
+    """Jobs per state and queue, settlements over the last hour, live workers."""
+    from .dashboard.insights import Insights
+
+    store = open_store(url)
+    insights = Insights(store, ttl=0)
+    try:
+        if not watch:
+            data = _stats_data(insights)
+            emit_json(data) if as_json else click.echo(_stats_text(data))
+            return
+        console = None if as_json else _rich_console()
+        n = 0
+        if console is not None:
+            from rich.live import Live
+            from rich.text import Text
+
+            with Live(Text(_stats_text(_stats_data(insights))), console=console, auto_refresh=False) as live:
+                n = 1
+                while iterations is None or n < iterations:
+                    time.sleep(interval)
+                    live.update(Text(_stats_text(_stats_data(insights))), refresh=True)
+                    n += 1
+            return
+        while iterations is None or n < iterations:
+            if n:
+                time.sleep(interval)
+            data = _stats_data(insights)
+            if as_json:
+                emit_json(data)  # one JSON document per line
+            else:
+                click.echo(_stats_text(data) + "\n")
+            sys.stdout.flush()
+            n += 1
+    finally:
+        _close(store)
+
+
+# -- sweep, migrate, maintain ---------------------------------------------------------------------
+
+
+@main.command()
+@url_option
+@click.option("--older-than", "older_than", required=True, metavar="DURATION",
+              help="Delete done/dead/cancelled jobs last changed longer ago than this (e.g. 7d).")
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="At most this many jobs.")
+@json_option
+def sweep(url: str | None, older_than: str, limit: int | None, as_json: bool) -> None:
+    """Delete settled jobs (and their checkpoints) older than --older-than; live jobs are never touched."""
+    from .dashboard.insights import Insights
+
+    seconds = parse_duration(older_than, "--older-than")
+    store = open_store(url)
+    try:
+        horizon = Insights(store).now_ms() - int(seconds * 1000)
+        result = store.jobs.sweep(settled_before=horizon, limit=limit)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"removed": result.removed, "settled_before": horizon})
+    else:
+        click.echo(f"removed {result.removed} settled job(s) last changed before {fmt_ms(horizon)} UTC")
+
+
+def _read_only_url(url: str) -> str:
+    """The same store, opened so it can read but never write (for ``migrate --check``)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if scheme == "sqlite":
+        query = [(k, v) for k, v in query if k != "mode"] + [("mode", "ro")]
+    elif scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        opts = [v for k, v in query if k == "options"]
+        query = [(k, v) for k, v in query if k != "options"]
+        query.append(("options", " ".join([*opts, "-c default_transaction_read_only=on"]).strip()))
+    return url.split("?", 1)[0] + "?" + urlencode(query)
+
+
+@main.command()
+@url_option
+@click.option("--check", is_flag=True,
+              help="Change nothing: exit 0 when the schema is current, 1 when migrations are pending, "
+                   "1 with TN0006 when the database is newer than this tenure.")
+@json_option
+def migrate(url: str | None, check: bool, as_json: bool) -> None:
+    """Create or upgrade tenure's tables (every command does this at first use; this does only that)."""
+    from .dashboard.insights import Insights
+    from .engine.migrate import load_migrations
+    from .errors import ReadOnlyStore
+
+    url = url or os.environ.get("TENURE_URL") or "sqlite:///tenure.db"
+    _remember_secret(url)
+    scheme = url.split(":", 1)[0].lower()
+    package = "tenure.engine.sqlite" if scheme == "sqlite" else "tenure.engine.postgres"
+    latest = load_migrations(package)[-1].version
+    target = _read_only_url(url) if check else url
+    try:
+        store = open_store(target)
+    except ReadOnlyStore:
+        if not check:
+            raise
+        msg = f"migrations pending: {redact_url(url)} is behind this tenure (schema {latest}); run tenure migrate"
+        if as_json:
+            emit_json({"store": redact_url(url), "latest": latest, "current": False})
+            sys.exit(EXIT_ERROR)
+        _fail(msg)
+    try:
+        applied = Insights(store).schema_versions()
+    finally:
+        _close(store)
+    version = max((v for v, _, _ in applied), default=0)
+    if as_json:
+        emit_json({"store": redact_url(url), "version": version, "latest": latest, "current": version == latest,
+                   "applied": [{"version": v, "name": n, "applied_at": a} for v, n, a in applied]})
+        return
+    click.echo(f"{redact_url(url)}: schema version {version} (this tenure: {latest}) — "
+               + ("up to date" if version == latest else "behind"))
+    print_table(["version", "name", "applied (UTC)"], [(v, n, fmt_ms(a)) for v, n, a in applied])
+
+
+@main.command()
+@url_option
+@click.option("--once", is_flag=True, required=True, help="Run one maintenance pass and exit.")
+@json_option
+def maintain(url: str | None, once: bool, as_json: bool) -> None:
+    """Run one maintenance pass by hand (schedules, expiry, retention); workers run it in the background."""
+    try:
+        from .maintenance import Maintainer
+    except ImportError:
+        _fail("this tenure has no maintenance service")
+    store = open_store(url)
+    try:
+        run_once = _need(Maintainer(store), "run_once", "maintenance pass (Maintainer.run_once)")
+        result = run_once()
+    finally:
+        _close(store)
+    data = _jsonable(result) if dataclasses.is_dataclass(result) else result
+    if as_json:
+        emit_json(data if data is not None else {})
+        return
+    if isinstance(data, dict) and data:
+        print_table(["duty", "count"], sorted(data.items()))
+    else:
+        click.echo("maintenance pass done")
+
+
+# -- dashboard ---------------------------------------------------------------------------------
+
+_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine can reach."""
+    if host in _LOOPBACK:
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@main.command()
+@url_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8350, show_default=True, type=click.IntRange(min=0, max=65535))
+@click.option("--token", envvar="TENURE_DASHBOARD_TOKEN", default=None, metavar="TOKEN",
+              help="Require this token (Bearer, or the basic-auth password) for every page and action "
+                   "[default: $TENURE_DASHBOARD_TOKEN]. Required when --host is not a loopback address.")
+@click.option("--read-only", is_flag=True, help="Hide and refuse every action (cancel, requeue, pause...).")
+def dashboard(url: str | None, host: str, port: int, token: str | None, read_only: bool) -> None:
+    """Serve the web dashboard (and Prometheus /metrics): tenure dashboard --port 8350."""
+    if token:
+        _SECRETS.add(token)
+    if not is_loopback(host) and not token:
+        raise click.UsageError(f"--host {host} is reachable from other machines: set --token (or "
+                               "$TENURE_DASHBOARD_TOKEN) so pages and actions need it")
+    try:
+        import uvicorn
+
+        from .dashboard import create_app
+    except ImportError as exc:
+        _fail(f"the dashboard needs its extra: pip install 'tenure[dashboard]' ({exc})")
+    store = open_store(url)
+    app = create_app(store, auth_token=token or None, read_only=read_only)
+    click.echo(f"tenure dashboard for {redact_url(store.engine.describe())} on http://{host}:{port}/"
+               + (" (token required)" if token else ""), err=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        _close(store)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,491 @@
+"""The dashboard's ASGI app: HTML shells, a JSON API the page polls every 2 s, actions, /metrics.
+
+Shape: every page is a small server-rendered shell (navigation, the CSRF token, which page) with
+no data in it; ``static/dashboard.js`` fetches ``/api/...`` and builds the DOM with ``textContent``
+only, so a payload such as ``<script>...`` is always shown as text. A strict Content-Security-Policy
+(scripts and styles from this app only, no inline code) backs that up.
+
+Security:
+
+- **Authentication.** With a token (``auth_token=`` or ``$TENURE_DASHBOARD_TOKEN``) every route but
+  ``/healthz`` needs ``Authorization: Bearer <token>`` or HTTP basic auth whose password is the token
+  (browsers prompt for it; the user name is ignored unless ``username=`` is set). Without a token the
+  pages are open to whoever can connect (``tenure dashboard`` binds 127.0.0.1 and refuses another
+  address without a token), and actions are refused to any client that is not on this machine.
+- **Actions** (cancel, requeue, redrive, pause, resume) are POST only and need a CSRF token: a value
+  signed with the app's secret, set as a ``SameSite=Strict`` HttpOnly cookie and embedded in the page;
+  the request must send it back in the ``X-Tenure-CSRF`` header (a cross-site form cannot set a header
+  and cannot read the page), and a present ``Origin`` must be this host. Actions call the public API
+  (``store.jobs.cancel``...), never the tables.
+- **No secret is shown**: the store is described by ``engine.describe()`` (password redacted); the
+  token is never echoed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import hashlib
+import hmac
+import html
+import ipaddress
+import json
+import os
+import secrets
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..engine import redact_url
+from ..errors import InvalidArgument, InvalidType, QueueNotFound, StorageError, TenureError
+from ..records import STATES
+from .insights import Insights
+
+if TYPE_CHECKING:
+    from ..store import Store
+    from ..worker import Worker
+
+STATIC_DIR = Path(__file__).parent / "static"
+CSRF_COOKIE = "tenure_csrf"
+CSRF_HEADER = "x-tenure-csrf"
+DEFAULT_POLL_MS = 2000
+MAX_PAGE = 500
+#: Longest last_error shown in a list row (the job page shows all of it).
+LIST_ERROR_CHARS = 300
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
+
+PAGES = {"overview": "Overview", "jobs": "Jobs", "job": "Job", "run": "Workflow run",
+         "schedules": "Schedules", "workers": "Workers"}
+
+
+def _is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Dashboard:
+    """State and endpoints of one dashboard app (see :func:`create_app`)."""
+
+    def __init__(self, store: Store, *, auth_token: str | None, username: str | None, read_only: bool,
+                 allow_remote_actions: bool, title: str, poll_ms: int, csrf_secret: bytes | None,
+                 insights: Insights | None, workers: Callable[[], Iterable[Worker]] | None) -> None:
+        self.store = store
+        self.token = auth_token or None
+        self.username = username
+        self.read_only = read_only
+        self.allow_remote_actions = allow_remote_actions
+        self.title = title
+        self.poll_ms = poll_ms
+        self.insights = insights or Insights(store)
+        if csrf_secret is None:
+            # Derived from the token when there is one, so several server processes behind one
+            # address accept each other's CSRF tokens; else random for this process.
+            csrf_secret = (hmac.new(self.token.encode(), b"tenure-dashboard-csrf", hashlib.sha256).digest()
+                           if self.token else secrets.token_bytes(32))
+        self._csrf_secret = csrf_secret
+        from ..metrics import build_registry
+
+        self.registry, _ = build_registry(store=store, insights=self.insights, workers=workers)
+
+    # -- auth --------------------------------------------------------------------------------------
+    def authorized(self, authorization: str | None) -> bool:
+        """True when no token is configured, or ``authorization`` carries it."""
+        if self.token is None:
+            return True
+        if not authorization:
+            return False
+        scheme, _, value = authorization.partition(" ")
+        scheme = scheme.lower()
+        value = value.strip()
+        if scheme == "bearer":
+            return hmac.compare_digest(value.encode(), self.token.encode())
+        if scheme == "basic":
+            try:
+                decoded = base64.b64decode(value, validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError, ValueError):
+                return False
+            user, sep, password = decoded.partition(":")
+            if not sep:
+                return False
+            ok = hmac.compare_digest(password.encode(), self.token.encode())
+            if self.username is not None:
+                ok = hmac.compare_digest(user.encode(), self.username.encode()) and ok
+            return ok
+        return False
+
+    def actions_allowed(self, request: Request) -> bool:
+        """Whether this client may act: never when read-only; with a token, any authenticated
+        client (the middleware already checked); without one, only a client on this machine."""
+        if self.read_only:
+            return False
+        if self.token is not None or self.allow_remote_actions:
+            return True
+        return _is_loopback(request.client.host if request.client else None)
+
+    # -- CSRF ------------------------------------------------------------------------------------
+    def new_csrf(self) -> str:
+        nonce = secrets.token_urlsafe(18)
+        return f"{nonce}.{self._sign(nonce)}"
+
+    def _sign(self, nonce: str) -> str:
+        return hmac.new(self._csrf_secret, nonce.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def csrf_valid(self, value: str | None) -> bool:
+        if not value or "." not in value:
+            return False
+        nonce, _, sig = value.partition(".")
+        return hmac.compare_digest(sig.encode(), self._sign(nonce).encode())
+
+    def check_action(self, request: Request) -> JSONResponse | None:
+        """None when the POST may proceed, else the refusal."""
+        if not self.actions_allowed(request):
+            why = ("this dashboard is read-only" if self.read_only else
+                   "actions from another machine need the dashboard to have an auth token "
+                   "(TENURE_DASHBOARD_TOKEN)")
+            return _error(403, "forbidden", why)
+        cookie = request.cookies.get(CSRF_COOKIE)
+        header = request.headers.get(CSRF_HEADER)
+        if not (cookie and header and hmac.compare_digest(cookie.encode(), header.encode())
+                and self.csrf_valid(header)):
+            return _error(403, "csrf", "missing or invalid CSRF token: reload the page and try again")
+        origin = request.headers.get("origin")
+        if origin and origin != "null":
+            host = request.headers.get("host", "")
+            if origin.split("://", 1)[-1].rstrip("/") != host:
+                return _error(403, "csrf", "cross-origin request refused")
+        elif origin == "null":
+            return _error(403, "csrf", "cross-origin request refused")
+        return None
+
+    # -- pages -------------------------------------------------------------------------------------
+    def page(self, request: Request, page: str, arg: str = "") -> Response:
+        base = _base(request)
+        token = request.cookies.get(CSRF_COOKIE)
+        if not self.csrf_valid(token):
+            token = self.new_csrf()
+        e = html.escape
+        links = []
+        for key, href, label in (("overview", "", "Overview"), ("jobs", "jobs", "Jobs"),
+                                 ("schedules", "schedules", "Schedules"), ("workers", "workers", "Workers")):
+            active = page == key or (key == "jobs" and page in ("job", "run"))
+            cls = ' class="active"' if active else ""
+            links.append(f'<a href="{e(base)}/{href}"{cls}>{label}</a>')
+        nav = "".join(links)
+        body = f"""<!doctype html>
+<html lang="en" data-root="{e(base)}" data-page="{e(page)}" data-arg="{e(arg)}" data-poll="{self.poll_ms}"
+ data-actions="{1 if self.actions_allowed(request) else 0}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="tenure-csrf" content="{e(token)}">
+<title>{e(PAGES.get(page, page))} · {e(self.title)}</title>
+<link rel="stylesheet" href="{e(base)}/static/dashboard.css">
+<link rel="icon" href="{e(base)}/static/favicon.svg" type="image/svg+xml">
+</head>
+<body>
+<header class="top">
+  <a class="brand" href="{e(base)}/">{e(self.title)}</a>
+  <nav>{nav}<a href="{e(base)}/metrics">Metrics</a></nav>
+  <span class="store" title="store">{e(redact_url(self.store.engine.describe()))}</span>
+  <span id="live" class="live">connecting…</span>
+</header>
+<div id="flash" role="status" aria-live="polite"></div>
+<main id="app"><p class="muted">Loading…</p></main>
+<noscript><p class="muted">This dashboard needs JavaScript; the same data is at <code>{e(base)}/api/overview</code>
+and in the <code>tenure</code> CLI.</p></noscript>
+<script src="{e(base)}/static/dashboard.js" defer></script>
+</body>
+</html>
+"""
+        resp = Response(body, media_type="text/html; charset=utf-8", headers={"cache-control": "no-store"})
+        resp.set_cookie(CSRF_COOKIE, token, path=(base or "") + "/", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+        return resp
+
+    # -- JSON API --------------------------------------------------------------------------------
+    def api_overview(self, request: Request) -> Response:
+        ov = self.insights.overview()
+        tp = ov.throughput
+        return _json({
+            "store": redact_url(ov.store), "now": ov.now, "counts": ov.counts,
+            "queues": [{**dataclasses.asdict(q), "total": q.total} for q in ov.queues],
+            "throughput": {"since": tp.since, "until": tp.until, "bucket_ms": tp.bucket_ms,
+                           "buckets": tp.buckets, "totals": tp.totals()},
+            "workers_alive": ov.workers_alive, "workers_total": ov.workers_total,
+            "actions": self.actions_allowed(request),
+        })
+
+    def api_jobs(self, request: Request) -> Response:
+        q = request.query_params
+        state = q.get("state") or None
+        if state is not None and state not in STATES:
+            return _error(400, "TN1001", f"unknown state {state!r}; one of {', '.join(STATES)}")
+        try:
+            limit = int(q.get("limit") or 50)
+        except ValueError:
+            return _error(400, "TN1001", "limit must be an integer")
+        limit = max(1, min(limit, MAX_PAGE))
+        page = self.store.jobs.page(state=state, kind=q.get("kind") or None, queue=q.get("queue") or None,
+                                    after=q.get("after") or None, limit=limit)
+        items = [{"id": j.id, "kind": j.kind, "queue": j.queue, "state": j.state, "priority": j.priority,
+                  "attempts": j.attempts, "max_attempts": j.max_attempts, "run_at": j.run_at,
+                  "created_at": j.created_at, "updated_at": j.updated_at,
+                  "last_error": None if j.last_error is None else j.last_error[:LIST_ERROR_CHARS]}
+                 for j in page.items]
+        return _json({"items": items, "next_after": page.next_after, "now": self.insights.now_ms()})
+
+    def api_job(self, request: Request) -> Response:
+        job_id = request.path_params["job_id"]
+        job = self.store.jobs.get(job_id)
+        if job is None:
+            return _error(404, "not_found", f"no job {job_id!r} (swept, or never enqueued)")
+        data = dataclasses.asdict(job)
+        timeline = [{"at": job.created_at, "what": "created"}, {"at": job.run_at, "what": "eligible to run (run_at)"}]
+        if job.lease_until is not None:
+            timeline.append({"at": job.lease_until, "what": f"lease of generation {job.lease_generation} "
+                                                            f"{'ends' if job.state == 'leased' else 'ended'}"})
+        timeline.append({"at": job.updated_at, "what": f"last change: now {job.state}"})
+        timeline.sort(key=lambda t: t["at"])
+        data["timeline"] = timeline
+        data["now"] = self.insights.now_ms()
+        data["actions"] = self.actions_allowed(request)
+        return _json(data)
+
+    def api_run(self, request: Request) -> Response:
+        job_id = request.path_params["job_id"]
+        try:
+            from ..flow import describe_run
+        except ImportError:
+            return _error(501, "unavailable", "this tenure has no workflows (tenure.flow)")
+        run = describe_run(self.store, job_id)
+        if run is None:
+            return _error(404, "not_found", f"no job {job_id!r}")
+        return _json(run)
+
+    def api_schedules(self, request: Request) -> Response:
+        registry = getattr(self.store, "schedules", None)
+        if registry is None:
+            return _json({"available": False, "items": []})
+        items = []
+        for s in registry.list():
+            d = dataclasses.asdict(s) if dataclasses.is_dataclass(s) else dict(s)
+            items.append(d)
+        return _json({"available": True, "items": items, "now": self.insights.now_ms()})
+
+    def api_workers(self, request: Request) -> Response:
+        now = self.insights.now_ms()
+        workers = self.insights.workers(now=now)
+        return _json({"now": now, "stale_after_ms": self.insights.worker_stale_ms,
+                      "items": [dataclasses.asdict(w) for w in workers]})
+
+    # -- actions ---------------------------------------------------------------------------------
+    def _act(self, request: Request, fn: Callable[[], Any], done: Callable[[Any], dict[str, Any]]) -> Response:
+        refused = self.check_action(request)
+        if refused is not None:
+            return refused
+        result = fn()
+        self.insights.invalidate()
+        return _json({"ok": True, **done(result)})
+
+    def act_cancel(self, request: Request) -> Response:
+        job_id = request.path_params["job_id"]
+        return self._act(request, lambda: self.store.jobs.cancel(job_id),
+                         lambda changed: {"changed": changed, "message": f"cancelled {job_id}" if changed
+                                          else f"{job_id} was already cancelled"})
+
+    def act_requeue(self, request: Request) -> Response:
+        job_id = request.path_params["job_id"]
+        return self._act(request, lambda: self.store.jobs.requeue(job_id),
+                         lambda changed: {"changed": changed, "message": f"requeued {job_id}" if changed
+                                          else f"{job_id} was already pending"})
+
+    def act_redrive(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        return self._act(request, lambda: self.store.jobs.redrive(name),
+                         lambda n: {"changed": bool(n), "count": n,
+                                    "message": f"redrove {n} job(s) from {name}"})
+
+    def act_queue(self, verb: str) -> Callable[[Request], Response]:
+        def handler(request: Request) -> Response:
+            name = request.path_params["name"]
+            fn = getattr(self.store.queues, verb, None)
+            if fn is None:
+                return _error(501, "unavailable", f"this tenure cannot {verb} queues")
+            return self._act(request, lambda: fn(name),
+                             lambda _r: {"changed": True, "message": f"queue {name} "
+                                         f"{'paused' if verb == 'pause' else 'resumed'}"})
+
+        return handler
+
+    # -- metrics -----------------------------------------------------------------------------------
+    def metrics(self, request: Request) -> Response:
+        from ..metrics import render
+
+        body, content_type = render(self.registry)
+        return Response(body, media_type=content_type, headers={"cache-control": "no-store"})
+
+
+def _base(request: Request) -> str:
+    return (request.scope.get("root_path") or "").rstrip("/")
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data, default=str), status_code=status, media_type="application/json",
+                    headers={"cache-control": "no-store"})
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"ok": False, "error": code, "message": message}, status_code=status,
+                        headers={"cache-control": "no-store"})
+
+
+def _status_for(exc: TenureError) -> int:
+    if isinstance(exc, InvalidArgument | InvalidType) or exc.code.startswith("TN1"):
+        return 400
+    if isinstance(exc, QueueNotFound):
+        return 404
+    if isinstance(exc, StorageError):
+        return 503
+    return 409
+
+
+class _Guard:
+    """Pure-ASGI middleware: the token check for every HTTP route but /healthz, and the security
+    headers on every response."""
+
+    def __init__(self, app: Any, dash: Dashboard) -> None:
+        self.app = app
+        self.dash = dash
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        root = scope.get("root_path") or ""
+        path = scope.get("path", "")
+        if root and path.startswith(root):
+            path = path[len(root):]
+
+        async def send_secured(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", [])
+                           if h[0].lower() not in {k for k, _ in SECURITY_HEADERS}]
+                message = {**message, "headers": headers + SECURITY_HEADERS}
+            await send(message)
+
+        if path != "/healthz" and self.dash.token is not None:
+            auth = None
+            for k, v in scope.get("headers", []):
+                if k == b"authorization":
+                    auth = v.decode("latin-1")
+                    break
+            if not self.dash.authorized(auth):
+                resp = JSONResponse({"ok": False, "error": "unauthorized",
+                                     "message": "this dashboard needs its token (Bearer, or basic-auth password)"},
+                                    status_code=401,
+                                    headers={"www-authenticate": 'Basic realm="tenure", charset="UTF-8"',
+                                             "cache-control": "no-store"})
+                await resp(scope, receive, send_secured)
+                return
+        await self.app(scope, receive, send_secured)
+
+
+def create_app(store: Store, *, auth_token: str | None = None, username: str | None = None,
+               read_only: bool = False, allow_remote_actions: bool = False, title: str = "tenure",
+               poll_ms: int = DEFAULT_POLL_MS, csrf_secret: bytes | None = None,
+               insights: Insights | None = None,
+               workers: Callable[[], Iterable[Worker]] | None = None) -> Starlette:
+    """The dashboard for ``store`` as a Starlette app: serve it (``uvicorn.run(app)``) or mount it
+    (``Mount("/tenure", app=create_app(store))``); it follows the mount's root path.
+
+    ``auth_token`` (default ``$TENURE_DASHBOARD_TOKEN``) protects every route but ``/healthz``
+    (Bearer or basic auth, password = token; ``username`` too if given). Without a token, actions are
+    refused to clients not on this machine unless ``allow_remote_actions`` (use it only behind your
+    own authentication). ``read_only`` hides and refuses every action. ``csrf_secret`` signs the CSRF
+    tokens (default: derived from the token, else random per process). ``workers`` (a callable
+    answering this process's running workers) adds their counters to ``/metrics``.
+    """
+    if auth_token is None:
+        auth_token = os.environ.get("TENURE_DASHBOARD_TOKEN") or None
+    if auth_token is not None and (not isinstance(auth_token, str) or len(auth_token) < 8):
+        raise InvalidArgument("auth_token must be a string of at least 8 characters")
+    if not isinstance(poll_ms, int) or poll_ms < 250:
+        raise InvalidArgument("poll_ms must be an int >= 250")
+    dash = Dashboard(store, auth_token=auth_token, username=username, read_only=read_only,
+                     allow_remote_actions=allow_remote_actions, title=title, poll_ms=poll_ms,
+                     csrf_secret=csrf_secret, insights=insights, workers=workers)
+
+    def page(name: str, arg_param: str | None = None) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:
+            arg = request.path_params.get(arg_param, "") if arg_param else ""
+            return dash.page(request, name, arg)
+
+        return endpoint
+
+    def healthz(request: Request) -> Response:
+        return _json({"ok": True})
+
+    def jobs_slash(request: Request) -> Response:
+        return RedirectResponse(f"{_base(request)}/jobs", status_code=307)
+
+    routes = [
+        Route("/", page("overview")),
+        Route("/jobs", page("jobs")),
+        Route("/jobs/", jobs_slash),
+        Route("/jobs/{job_id:path}", page("job", "job_id")),
+        Route("/runs/{job_id:path}", page("run", "job_id")),
+        Route("/schedules", page("schedules")),
+        Route("/workers", page("workers")),
+        Route("/healthz", healthz),
+        Route("/metrics", dash.metrics),
+        Route("/api/overview", dash.api_overview),
+        Route("/api/jobs", dash.api_jobs),
+        Route("/api/jobs/{job_id:path}/cancel", dash.act_cancel, methods=["POST"]),
+        Route("/api/jobs/{job_id:path}/requeue", dash.act_requeue, methods=["POST"]),
+        Route("/api/jobs/{job_id:path}", dash.api_job),
+        Route("/api/runs/{job_id:path}", dash.api_run),
+        Route("/api/schedules", dash.api_schedules),
+        Route("/api/workers", dash.api_workers),
+        Route("/api/queues/{name}/pause", dash.act_queue("pause"), methods=["POST"]),
+        Route("/api/queues/{name}/resume", dash.act_queue("resume"), methods=["POST"]),
+        Route("/api/queues/{name}/redrive", dash.act_redrive, methods=["POST"]),
+        Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+
+    async def on_tenure_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, TenureError)
+        return _error(_status_for(exc), exc.code, str(exc))
+
+    app = Starlette(routes=routes, exception_handlers={TenureError: on_tenure_error})
+    app.state.dashboard = dash
+    app.add_middleware(_GuardFactory, dash=dash)
+    return app
+
+
+class _GuardFactory(_Guard):
+    """``add_middleware`` constructs middleware with keyword arguments."""
+
+    def __init__(self, app: Any, dash: Dashboard) -> None:
+        super().__init__(app, dash)

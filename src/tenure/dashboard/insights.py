@@ -1,0 +1,235 @@
+"""Read-only views of a store for operators: queue depth, throughput, workers, schema.
+
+The dashboard, the CLI (``tenure stats``, ``tenure queues list``) and the metrics collector all
+read through :class:`Insights`, which runs the engines' ``insight_*`` queries (each dialect's SQL
+lives in ``tenure/engine/<dialect>/insights.py``) and answers plain records. Nothing here writes:
+actions go through the public API (``store.jobs.cancel``, ``store.queues.pause``, ...).
+
+Throughput is read from the jobs themselves, so it needs no event log: a job counts once, in the
+minute of its LATEST settlement (a job that failed twice then completed counts as one completion).
+Swept jobs no longer count. Exact per-attempt counters are the worker's (``tenure.metrics``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..records import STATES
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+#: A worker whose last heartbeat is older than this is shown as not alive.
+WORKER_STALE_MS = 60_000
+#: How long a computed overview is reused (the dashboard polls every 2 s; many browsers and a
+#: Prometheus scrape then cost one pass over the jobs table, not one each).
+DEFAULT_TTL_S = 1.5
+#: The throughput window and its buckets.
+WINDOW_MS = 3_600_000
+BUCKET_MS = 60_000
+MAX_WORKERS_SHOWN = 500
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSummary:
+    """One queue: its registry row and how many of its jobs are in each state."""
+
+    name: str
+    paused: bool
+    counts: dict[str, int]
+    policy: str = "standard"
+    concurrency_limit: int | None = None
+    group_limit: int | None = None
+    dead_letter: str | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Throughput:
+    """Settlements per bucket over a window ending at ``until``: one dict per bucket, oldest
+    first, with ``t`` (bucket start, epoch ms) and a count per state (done, failed, dead,
+    cancelled)."""
+
+    since: int
+    until: int
+    bucket_ms: int
+    buckets: list[dict[str, int]]
+
+    def totals(self) -> dict[str, int]:
+        out = {"done": 0, "failed": 0, "dead": 0, "cancelled": 0}
+        for b in self.buckets:
+            for k in out:
+                out[k] += b[k]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """One row of the worker registry (``tenure_workers``), with liveness judged at ``now``."""
+
+    id: str
+    host: str | None
+    pid: int | None
+    queues: Any
+    kinds: Any
+    concurrency: int | None
+    started_at: int
+    heartbeat_at: int
+    in_flight: int
+    stats: Any
+    alive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """Everything the dashboard's first page shows, read at ``now`` (the store's clock)."""
+
+    now: int
+    counts: dict[str, int]
+    queues: list[QueueSummary]
+    throughput: Throughput
+    workers_alive: int
+    workers_total: int
+    store: str = field(default="")
+
+
+def _json_or_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+class Insights:
+    """Operator reads over one store. Thread-safe; the overview is cached for ``ttl`` seconds."""
+
+    def __init__(self, store: Store, *, ttl: float = DEFAULT_TTL_S, worker_stale_ms: int = WORKER_STALE_MS):
+        self.store = store
+        self.ttl = ttl
+        self.worker_stale_ms = worker_stale_ms
+        self._lock = threading.Lock()
+        self._cached: tuple[float, Overview] | None = None
+
+    # -- clock ---------------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        """The store's clock: the injected one, else the database's (PostgreSQL) or the wall."""
+        store = self.store
+        store.jobs  # noqa: B018 - open (and migrate) the store, raising its coded error here
+        with store._session() as s:
+            return store._now_or(s, store._now())
+
+    # -- reads ---------------------------------------------------------------------------------
+    def queues(self) -> list[QueueSummary]:
+        """Every registered queue (and any queue that only has jobs), by name, with counts."""
+        store = self.store
+        store.jobs  # noqa: B018
+        with store._session() as s:
+            registry = s.insight_queues()
+            counts = s.insight_queue_counts()
+        return self._summaries(registry, counts)
+
+    @staticmethod
+    def _summaries(registry: list[tuple], counts: list[tuple]) -> list[QueueSummary]:
+        per: dict[str, dict[str, int]] = {}
+        for queue, state, n in counts:
+            per.setdefault(queue, dict.fromkeys(STATES, 0))[state] = int(n)
+        out = []
+        seen = set()
+        for name, paused, policy, conc, glimit, dlq, _c, _u in registry:
+            seen.add(name)
+            out.append(QueueSummary(name, bool(paused), per.get(name, dict.fromkeys(STATES, 0)),
+                                    policy or "standard", conc, glimit, dlq))
+        for name in sorted(set(per) - seen):
+            out.append(QueueSummary(name, False, per[name]))
+        out.sort(key=lambda q: q.name)
+        return out
+
+    def throughput(self, *, window_ms: int = WINDOW_MS, bucket_ms: int = BUCKET_MS,
+                   now: int | None = None) -> Throughput:
+        """Settlements per ``bucket_ms`` over the last ``window_ms`` (default: per minute, one hour)."""
+        store = self.store
+        store.jobs  # noqa: B018
+        with store._session() as s:
+            now = store._now_or(s, store._now()) if now is None else now
+            return self._throughput(s, now, window_ms, bucket_ms)
+
+    @staticmethod
+    def _throughput(session: Any, now: int, window_ms: int, bucket_ms: int) -> Throughput:
+        n = max(1, -(-window_ms // bucket_ms))
+        # Align buckets to whole bucket_ms so a bucket is the same minute from one poll to the next.
+        until = now - now % bucket_ms + bucket_ms
+        since = until - n * bucket_ms
+        buckets = [{"t": since + i * bucket_ms, "done": 0, "failed": 0, "dead": 0, "cancelled": 0}
+                   for i in range(n)]
+        for b, state, count in session.insight_settled_buckets(since, until, bucket_ms):
+            b = int(b)
+            if 0 <= b < n and state in buckets[b]:
+                buckets[b][state] += int(count)
+        return Throughput(since, until, bucket_ms, buckets)
+
+    def workers(self, *, now: int | None = None, limit: int = MAX_WORKERS_SHOWN) -> list[WorkerInfo]:
+        """The worker registry, most recent heartbeat first, each judged alive or not at ``now``."""
+        store = self.store
+        store.jobs  # noqa: B018
+        with store._session() as s:
+            now = store._now_or(s, store._now()) if now is None else now
+            rows = s.insight_workers(limit)
+        return [self._worker(r, now) for r in rows]
+
+    def _worker(self, r: tuple, now: int) -> WorkerInfo:
+        wid, host, pid, queues, kinds, conc, started, beat, in_flight, stats = r
+        return WorkerInfo(wid, host, pid, _json_or_text(queues), _json_or_text(kinds), conc, int(started),
+                          int(beat), int(in_flight or 0), _json_or_text(stats),
+                          now - int(beat) <= self.worker_stale_ms)
+
+    def schema_versions(self) -> list[tuple[int, str, int]]:
+        """``(version, name, applied_at)`` of every migration applied to this database."""
+        store = self.store
+        store.jobs  # noqa: B018
+        with store._session() as s:
+            return [(int(v), n, int(a)) for v, n, a in s.insight_schema_versions()]
+
+    def overview(self, *, fresh: bool = False) -> Overview:
+        """Counts per state and per queue, throughput over the last hour, and workers alive —
+        reused for ``ttl`` seconds unless ``fresh``."""
+        if not fresh and self.ttl > 0:
+            cached = self._cached
+            if cached is not None and time.monotonic() - cached[0] < self.ttl:
+                return cached[1]
+        with self._lock:
+            cached = self._cached
+            if not fresh and self.ttl > 0 and cached is not None and time.monotonic() - cached[0] < self.ttl:
+                return cached[1]
+            ov = self._read_overview()
+            self._cached = (time.monotonic(), ov)
+            return ov
+
+    def invalidate(self) -> None:
+        """Forget the cached overview (after an action, so the next poll shows its effect)."""
+        self._cached = None
+
+    def _read_overview(self) -> Overview:
+        store = self.store
+        store.jobs  # noqa: B018
+        with store._session() as s:
+            now = store._now_or(s, store._now())
+            registry = s.insight_queues()
+            counts = s.insight_queue_counts()
+            tp = self._throughput(s, now, WINDOW_MS, BUCKET_MS)
+            workers = [self._worker(r, now) for r in s.insight_workers(MAX_WORKERS_SHOWN)]
+        queues = self._summaries(registry, counts)
+        totals = dict.fromkeys(STATES, 0)
+        for q in queues:
+            for state, n in q.counts.items():
+                totals[state] = totals.get(state, 0) + n
+        return Overview(now, totals, queues, tp, sum(1 for w in workers if w.alive), len(workers),
+                        store.engine.describe())

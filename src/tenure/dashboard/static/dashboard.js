@@ -1,0 +1,425 @@
+/* tenure dashboard. Vanilla JS, no dependencies, no network beyond this app.
+ *
+ * Safety rule: data from the store (payloads, errors, names, ids) only ever reaches the page
+ * through textContent / createTextNode / setAttribute on app-built URLs. Never innerHTML.
+ * Every page polls its JSON endpoint every data-poll ms (default 2000) while visible.
+ */
+(function () {
+  "use strict";
+
+  var root = document.documentElement;
+  var BASE = root.dataset.root || "";
+  var PAGE = root.dataset.page || "overview";
+  var ARG = root.dataset.arg || "";
+  var POLL = parseInt(root.dataset.poll || "2000", 10);
+  var CAN_ACT = root.dataset.actions === "1";
+  var CSRF = (document.querySelector('meta[name="tenure-csrf"]') || {}).content || "";
+  var STATES = ["pending", "leased", "done", "failed", "dead", "cancelled"];
+  var app = document.getElementById("app");
+  var live = document.getElementById("live");
+  var flashBox = document.getElementById("flash");
+  var timer = null;
+
+  // -- DOM helpers (text only) ------------------------------------------------------------------
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        var v = attrs[k];
+        if (v === null || v === undefined || v === false) return;
+        if (k === "text") node.textContent = String(v);
+        else if (k === "onclick") node.addEventListener("click", v);
+        else if (k === "onchange") node.addEventListener("change", v);
+        else if (k === "onsubmit") node.addEventListener("submit", v);
+        else node.setAttribute(k, v === true ? "" : String(v));
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) add(node, arguments[i]);
+    return node;
+  }
+  function add(node, child) {
+    if (child === null || child === undefined || child === false) return;
+    if (Array.isArray(child)) { child.forEach(function (c) { add(node, c); }); return; }
+    node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  function replace(node) { clear(node); for (var i = 1; i < arguments.length; i++) add(node, arguments[i]); }
+  function url(path, params) {
+    var u = BASE + path;
+    if (params) {
+      var q = Object.keys(params).filter(function (k) { return params[k] !== null && params[k] !== undefined && params[k] !== ""; })
+        .map(function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); });
+      if (q.length) u += "?" + q.join("&");
+    }
+    return u;
+  }
+  function jobHref(id) { return BASE + "/jobs/" + encodeURIComponent(id); }
+  function badge(state) { return el("span", { "class": "badge " + state, text: state }); }
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function fmtTime(ms) {
+    if (ms === null || ms === undefined) return "";
+    var d = new Date(ms);
+    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) + " " +
+      pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + ":" + pad(d.getUTCSeconds()) + "Z";
+  }
+  function ago(ms, now) {
+    if (ms === null || ms === undefined) return "";
+    var s = Math.round((now - ms) / 1000), fut = s < 0;
+    s = Math.abs(s);
+    var t = s < 120 ? s + "s" : s < 7200 ? Math.round(s / 60) + "m" : s < 172800 ? Math.round(s / 3600) + "h" : Math.round(s / 86400) + "d";
+    return fut ? "in " + t : t + " ago";
+  }
+  function pretty(v) { return v === null || v === undefined ? "null" : JSON.stringify(v, null, 2); }
+  function flash(message, bad) {
+    replace(flashBox, el("div", { "class": "msg" + (bad ? " bad" : ""), text: message }));
+    setTimeout(function () { clear(flashBox); }, 6000);
+  }
+  function setLive(ok, text) {
+    live.className = "live " + (ok ? "ok" : "err");
+    live.textContent = text;
+  }
+
+  // -- HTTP -------------------------------------------------------------------------------------
+  function getJSON(path, params) {
+    return fetch(url(path, params), { headers: { "Accept": "application/json" }, credentials: "same-origin" })
+      .then(function (r) {
+        return r.json().catch(function () { return {}; }).then(function (body) {
+          if (!r.ok) { var e = new Error(body.message || ("HTTP " + r.status)); e.status = r.status; throw e; }
+          return body;
+        });
+      });
+  }
+  function post(path) {
+    return fetch(url(path), { method: "POST", credentials: "same-origin",
+      headers: { "X-Tenure-CSRF": CSRF, "Accept": "application/json" } })
+      .then(function (r) {
+        return r.json().catch(function () { return {}; }).then(function (body) {
+          if (!r.ok) throw new Error(body.message || ("HTTP " + r.status));
+          return body;
+        });
+      });
+  }
+  function action(path, button, after) {
+    if (button) button.disabled = true;
+    return post(path).then(function (body) {
+      flash(body.message || "done", false);
+      return refresh().then(after || function () {});
+    }, function (err) {
+      flash(err.message, true);
+    }).then(function () { if (button) button.disabled = false; });
+  }
+
+  // -- polling ------------------------------------------------------------------------------------
+  var render = null;  // () -> Promise
+  function refresh() {
+    if (!render) return Promise.resolve();
+    return render().then(function () {
+      setLive(true, "live · " + new Date().toLocaleTimeString());
+    }, function (err) {
+      setLive(false, err.status === 401 ? "unauthorized" : "offline: " + err.message);
+    });
+  }
+  function loop() {
+    clearTimeout(timer);
+    var go = document.hidden ? Promise.resolve() : refresh();
+    go.then(function () { timer = setTimeout(loop, POLL); });
+  }
+  document.addEventListener("visibilitychange", function () { if (!document.hidden) loop(); });
+
+  // -- overview -----------------------------------------------------------------------------------
+  function niceMax(v) {
+    if (v <= 4) return Math.max(1, Math.ceil(v));
+    var p = Math.pow(10, Math.floor(Math.log(v) / Math.LN10)), m = v / p;
+    return (m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+  }
+  function chart(tp, width) {
+    var NS = "http://www.w3.org/2000/svg";
+    var W = Math.max(480, Math.round(width || 720)), H = 180, padL = 40, padB = 18, n = tp.buckets.length;
+    var max = 0;
+    tp.buckets.forEach(function (b) { max = Math.max(max, b.done + b.failed + b.dead); });
+    max = niceMax(max);
+    var svg = document.createElementNS(NS, "svg");
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("width", String(W));
+    svg.setAttribute("height", String(H));
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", "settlements per minute, last hour");
+    function s(tag, attrs, text) {
+      var node = document.createElementNS(NS, tag);
+      Object.keys(attrs).forEach(function (k) { node.setAttribute(k, String(attrs[k])); });
+      if (text !== undefined) node.textContent = text;
+      svg.appendChild(node);
+      return node;
+    }
+    var plotW = W - padL - 4, plotH = H - padB - 6, bw = plotW / n;
+    (max >= 2 ? [0, 0.5, 1] : [0, 1]).forEach(function (f) {
+      var y = 6 + plotH * (1 - f);
+      s("line", { x1: padL, x2: W - 4, y1: y, y2: y, stroke: "#e2e5eb" });
+      s("text", { x: padL - 6, y: y + 4, "text-anchor": "end", "font-size": 10, fill: "#6b7385" }, String(max * f));
+    });
+    tp.buckets.forEach(function (b, i) {
+      var x = padL + i * bw + 1, bad = b.failed + b.dead;
+      var hOk = plotH * b.done / max, hBad = plotH * bad / max;
+      var g = document.createElementNS(NS, "g");
+      var title = document.createElementNS(NS, "title");
+      title.textContent = fmtTime(b.t) + ": " + b.done + " done, " + b.failed + " failed, " + b.dead + " dead";
+      g.appendChild(title);
+      var r1 = document.createElementNS(NS, "rect");
+      [["x", x], ["y", 6 + plotH - hOk], ["width", Math.max(bw - 2, 1)], ["height", hOk], ["fill", "#1f9d55"]]
+        .forEach(function (a) { r1.setAttribute(a[0], String(a[1])); });
+      var r2 = document.createElementNS(NS, "rect");
+      [["x", x], ["y", 6 + plotH - hOk - hBad], ["width", Math.max(bw - 2, 1)], ["height", hBad], ["fill", "#d33c3c"]]
+        .forEach(function (a) { r2.setAttribute(a[0], String(a[1])); });
+      g.appendChild(r1); g.appendChild(r2);
+      svg.appendChild(g);
+    });
+    s("text", { x: padL, y: H - 4, "font-size": 10, fill: "#6b7385" }, "-60 min");
+    s("text", { x: padL + plotW / 2, y: H - 4, "font-size": 10, fill: "#6b7385", "text-anchor": "middle" }, "-30 min");
+    s("text", { x: W - 4, y: H - 4, "font-size": 10, fill: "#6b7385", "text-anchor": "end" }, "now");
+    return svg;
+  }
+
+  function queueActions(q, isDLQ) {
+    if (!CAN_ACT) return "";
+    var buttons = [];
+    if (q.paused) buttons.push(el("button", { "data-action": "resume", text: "Resume",
+      onclick: function (e) { action("/api/queues/" + encodeURIComponent(q.name) + "/resume", e.target); } }));
+    else buttons.push(el("button", { "data-action": "pause", text: "Pause",
+      onclick: function (e) { action("/api/queues/" + encodeURIComponent(q.name) + "/pause", e.target); } }));
+    if (isDLQ) {
+      buttons.push(el("button", { "data-action": "redrive", title: "move dead-lettered jobs in this queue back to their origin queue",
+        text: "Redrive", onclick: function (e) { action("/api/queues/" + encodeURIComponent(q.name) + "/redrive", e.target); } }));
+    }
+    return el("span", { "class": "row-actions" }, buttons);
+  }
+
+  function overviewPage() {
+    var cards = el("div", { "class": "cards", id: "cards" });
+    var chartBox = el("div", { "class": "panel chart", id: "chart" });
+    var rate = el("p", { "class": "muted", id: "rate" });
+    var queues = el("div", { id: "queues" });
+    replace(app, el("h1", { text: "Overview" }), cards,
+      el("h2", { text: "Settlements per minute, last hour" }), chartBox, rate,
+      el("h2", { text: "Queues" }), queues);
+    render = function () {
+      return getJSON("/api/overview").then(function (d) {
+        CAN_ACT = d.actions;
+        replace(cards, STATES.map(function (st) {
+          return el("a", { "class": "card", href: url("/jobs", { state: st }), "data-state": st },
+            el("div", { "class": "n", text: d.counts[st] || 0 }), el("div", { "class": "l", text: st }));
+        }));
+        replace(chartBox, chart(d.throughput, chartBox.clientWidth - 34), el("div", { "class": "legend" },
+          el("span", {}, el("span", { "class": "sw done" }), "done"),
+          el("span", {}, el("span", { "class": "sw failed" }), "failed + dead")));
+        var t = d.throughput.totals, settled = t.done + t.failed + t.dead;
+        rate.textContent = "Last hour: " + t.done + " done, " + t.failed + " failed (retrying), " + t.dead + " dead, " +
+          t.cancelled + " cancelled — failure rate " + (settled ? (100 * (t.failed + t.dead) / settled).toFixed(1) : "0.0") +
+          "%. Workers alive: " + d.workers_alive + " of " + d.workers_total + ".";
+        var dlqs = {};
+        d.queues.forEach(function (q) { if (q.dead_letter) dlqs[q.dead_letter] = true; });
+        var rows = d.queues.map(function (q) {
+          return el("tr", { "data-queue": q.name },
+            el("td", {}, el("a", { href: url("/jobs", { queue: q.name }), text: q.name }), " ",
+              q.paused ? badge("paused") : ""),
+            STATES.map(function (st) {
+              var n = q.counts[st] || 0;
+              return el("td", { "class": "num" }, n ? el("a", { href: url("/jobs", { queue: q.name, state: st }), text: n }) : "0");
+            }),
+            el("td", { text: q.concurrency_limit === null ? "" : q.concurrency_limit }),
+            el("td", { text: q.dead_letter || "" }),
+            el("td", {}, queueActions(q, !!dlqs[q.name])));
+        });
+        replace(queues, rows.length ? el("table", { id: "queue-table" },
+          el("thead", {}, el("tr", {}, el("th", { text: "queue" }), STATES.map(function (st) { return el("th", { text: st }); }),
+            el("th", { text: "limit" }), el("th", { text: "dead letter" }), el("th", { text: "" }))),
+          el("tbody", {}, rows)) : el("p", { "class": "muted", text: "No queues yet: enqueue a job." }));
+      });
+    };
+  }
+
+  // -- jobs list ----------------------------------------------------------------------------------
+  function jobsPage() {
+    var params = new URLSearchParams(location.search);
+    var filt = { state: params.get("state") || "", queue: params.get("queue") || "", kind: params.get("kind") || "",
+                 after: params.get("after") || "" };
+    var stateSel = el("select", { name: "state", id: "f-state" }, el("option", { value: "", text: "any state" }),
+      STATES.map(function (s) { return el("option", { value: s, text: s }); }));
+    stateSel.value = filt.state;
+    var queueIn = el("input", { type: "text", name: "queue", id: "f-queue", placeholder: "any queue", list: "queue-names" });
+    queueIn.value = filt.queue;
+    var kindIn = el("input", { type: "text", name: "kind", id: "f-kind", placeholder: "any kind" });
+    kindIn.value = filt.kind;
+    var names = el("datalist", { id: "queue-names" });
+    var form = el("form", { "class": "filters", id: "filters", onsubmit: function (e) {
+      e.preventDefault();
+      go({ state: stateSel.value, queue: queueIn.value.trim(), kind: kindIn.value.trim(), after: "" });
+    } }, el("label", {}, "state", stateSel), el("label", {}, "queue", queueIn, names), el("label", {}, "kind", kindIn),
+      el("button", { type: "submit", id: "apply", text: "Filter" }),
+      el("a", { href: url("/jobs"), text: "clear" }));
+    stateSel.addEventListener("change", function () { form.requestSubmit(); });
+    var table = el("div", { id: "jobs" });
+    var pager = el("div", { "class": "pager", id: "pager" });
+    replace(app, el("h1", { text: "Jobs" }), form, table, pager);
+    getJSON("/api/overview").then(function (d) {
+      replace(names, d.queues.map(function (q) { return el("option", { value: q.name }); }));
+    }, function () {});
+
+    function go(f) {
+      filt = f;
+      history.pushState(null, "", url("/jobs", f));
+      refresh();
+    }
+    window.addEventListener("popstate", function () { location.reload(); });
+
+    render = function () {
+      return getJSON("/api/jobs", { state: filt.state, queue: filt.queue, kind: filt.kind, after: filt.after, limit: 50 })
+        .then(function (d) {
+          var rows = d.items.map(function (j) {
+            return el("tr", { "data-job": j.id, "data-state": j.state },
+              el("td", { "class": "mono" }, el("a", { href: jobHref(j.id), text: j.id })),
+              el("td", { text: j.kind }), el("td", { text: j.queue }), el("td", {}, badge(j.state)),
+              el("td", { "class": "num", text: j.attempts + "/" + j.max_attempts }),
+              el("td", { "class": "mono", text: fmtTime(j.run_at) }),
+              el("td", { title: fmtTime(j.updated_at), text: ago(j.updated_at, d.now) }),
+              el("td", { "class": "err", text: j.last_error || "" }));
+          });
+          replace(table, rows.length ? el("table", { id: "job-table" },
+            el("thead", {}, el("tr", {}, ["id", "kind", "queue", "state", "attempts", "run at", "updated", "last error"]
+              .map(function (h) { return el("th", { text: h }); }))), el("tbody", {}, rows))
+            : el("p", { "class": "muted", id: "no-jobs", text: "No jobs match." }));
+          replace(pager,
+            filt.after ? el("button", { id: "first", text: "« First page", onclick: function () {
+              go({ state: filt.state, queue: filt.queue, kind: filt.kind, after: "" }); } }) : "",
+            d.next_after ? el("button", { id: "next", text: "Next page »", onclick: function () {
+              go({ state: filt.state, queue: filt.queue, kind: filt.kind, after: d.next_after }); } }) : "",
+            el("span", { "class": "muted", text: d.items.length + " shown" + (filt.after ? " (after " + filt.after + ")" : "") }));
+        });
+    };
+  }
+
+  // -- one job --------------------------------------------------------------------------------------
+  function jobPage() {
+    var head = el("h1", {}, "Job ", el("span", { "class": "mono", text: ARG }));
+    var body = el("div", { id: "job" });
+    replace(app, head, body);
+    render = function () {
+      return getJSON("/api/jobs/" + encodeURIComponent(ARG)).then(function (j) {
+        CAN_ACT = j.actions;
+        var acts = el("div", { "class": "actions", id: "job-actions" });
+        if (CAN_ACT) {
+          if (j.state === "pending" || j.state === "failed" || (j.state === "leased" && j.lease_until <= j.now)) {
+            add(acts, el("button", { "class": "danger", id: "cancel", text: "Cancel",
+              onclick: function (e) { action("/api/jobs/" + encodeURIComponent(j.id) + "/cancel", e.target); } }));
+          }
+          if (j.state === "failed" || j.state === "dead" || j.state === "cancelled" || (j.state === "leased" && j.lease_until <= j.now)) {
+            add(acts, el("button", { id: "requeue", text: "Requeue",
+              onclick: function (e) { action("/api/jobs/" + encodeURIComponent(j.id) + "/requeue", e.target); } }));
+          }
+        }
+        add(acts, el("a", { href: BASE + "/runs/" + encodeURIComponent(j.id), text: "workflow view" }));
+        var kv = [["state", badge(j.state)], ["kind", j.kind], ["queue", j.queue], ["priority", j.priority],
+          ["attempts", j.attempts + " of " + j.max_attempts], ["lease generation", j.lease_generation],
+          ["lease owner", j.lease_owner || ""], ["lease until", fmtTime(j.lease_until)],
+          ["run at", fmtTime(j.run_at)], ["created", fmtTime(j.created_at)], ["updated", fmtTime(j.updated_at) + " (" + ago(j.updated_at, j.now) + ")"],
+          ["timeout", j.timeout_ms ? j.timeout_ms + " ms" : ""], ["singleton key", j.singleton_key || ""],
+          ["group key", j.group_key || ""], ["dead letter of", j.origin_id ? el("a", { href: jobHref(j.origin_id), text: j.origin_id }) : ""]];
+        var left = el("div", {},
+          el("table", { "class": "kv", id: "job-fields" }, el("tbody", {}, kv.map(function (r) {
+            return el("tr", { "data-field": r[0] }, el("th", { text: r[0] }), el("td", {}, r[1]));
+          }))),
+          el("h2", { text: "Timeline" }),
+          el("ul", { "class": "timeline" }, j.timeline.map(function (t) {
+            return el("li", {}, el("span", { "class": "when", text: fmtTime(t.at) }), t.what);
+          })));
+        var right = el("div", {},
+          el("h2", { text: "Payload" }), el("pre", { id: "payload", text: pretty(j.payload) }),
+          j.last_error ? [el("h2", { text: "Last error" }), el("pre", { "class": "error", id: "last-error", text: j.last_error })] : "",
+          j.result !== null && j.result !== undefined ? [el("h2", { text: "Result" }), el("pre", { id: "result", text: pretty(j.result) })] : "");
+        replace(body, acts, el("div", { "class": "grid2" }, left, right));
+      });
+    };
+  }
+
+  // -- workflow run -----------------------------------------------------------------------------------
+  function runPage() {
+    var body = el("div", { id: "run" });
+    replace(app, el("h1", {}, "Workflow run ", el("a", { "class": "mono", href: jobHref(ARG), text: ARG })), body);
+    render = function () {
+      return getJSON("/api/runs/" + encodeURIComponent(ARG)).then(function (r) {
+        var nodes = r.nodes || [];
+        var counts = {};
+        nodes.forEach(function (n) { counts[n.status] = (counts[n.status] || 0) + 1; });
+        replace(body,
+          el("p", {}, "job ", badge(r.state), " · kind ", el("b", { text: r.kind }), " · attempt ", String(r.attempts),
+            " · generation ", String(r.generation),
+            " · nodes: " + Object.keys(counts).map(function (k) { return counts[k] + " " + k; }).join(", ")),
+          r.identity ? el("p", { "class": "muted", text: "flow " + (r.identity.flow || "") + " revision " +
+            (r.identity.revision === undefined ? "" : r.identity.revision) }) : "",
+          nodes.length ? el("table", { id: "node-table" },
+            el("thead", {}, el("tr", {}, ["node", "task", "needs", "status", "generation", "value"].map(function (h) { return el("th", { text: h }); }))),
+            el("tbody", {}, nodes.map(function (n) {
+              return el("tr", { "data-node": n.id },
+                el("td", { "class": "mono", text: n.id }), el("td", { text: n.task || "" }),
+                el("td", { text: (n.needs || []).join(", ") }), el("td", {}, badge(n.status)),
+                el("td", { "class": "num", text: n.generation === null || n.generation === undefined ? "" : n.generation }),
+                el("td", {}, n.value === null || n.value === undefined ? "" : el("pre", { text: pretty(n.value) })));
+            })))
+            : el("p", { "class": "muted", text: "No workflow nodes recorded for this job (not a workflow run, or completed and pruned)." }),
+          r.last_error ? [el("h2", { text: "Last error" }), el("pre", { "class": "error", text: r.last_error })] : "",
+          r.result !== null && r.result !== undefined ? [el("h2", { text: "Result" }), el("pre", { text: pretty(r.result) })] : "");
+      });
+    };
+  }
+
+  // -- schedules -------------------------------------------------------------------------------------
+  function schedulesPage() {
+    var body = el("div", { id: "schedules" });
+    replace(app, el("h1", { text: "Schedules" }), body);
+    render = function () {
+      return getJSON("/api/schedules").then(function (d) {
+        if (!d.available) { replace(body, el("p", { "class": "muted", text: "This tenure has no schedules." })); return; }
+        if (!d.items.length) { replace(body, el("p", { "class": "muted", text: "No schedules. Add one with: tenure schedules add NAME CRON KIND" })); return; }
+        replace(body, el("table", { id: "schedule-table" },
+          el("thead", {}, el("tr", {}, ["name", "cron", "tz", "kind", "queue", "next fire", "last fire"].map(function (h) { return el("th", { text: h }); }))),
+          el("tbody", {}, d.items.map(function (s) {
+            return el("tr", { "data-schedule": s.name },
+              el("td", { text: s.name + (s.key ? " #" + s.key : "") }), el("td", { "class": "mono", text: s.cron }),
+              el("td", { text: s.tz }), el("td", { text: s.kind }), el("td", { text: s.queue || "default" }),
+              el("td", { title: fmtTime(s.next_fire_at), text: s.next_fire_at ? fmtTime(s.next_fire_at) + " (" + ago(s.next_fire_at, d.now) + ")" : "never" }),
+              el("td", { text: fmtTime(s.last_fire_at) }));
+          }))));
+      });
+    };
+  }
+
+  // -- workers ----------------------------------------------------------------------------------------
+  function workersPage() {
+    var body = el("div", { id: "workers" });
+    replace(app, el("h1", { text: "Workers" }), body);
+    render = function () {
+      return getJSON("/api/workers").then(function (d) {
+        if (!d.items.length) { replace(body, el("p", { "class": "muted", text: "No worker has registered (workers heartbeat while they run)." })); return; }
+        replace(body, el("table", { id: "worker-table" },
+          el("thead", {}, el("tr", {}, ["worker", "", "host", "pid", "queues", "kinds", "concurrency", "in flight", "completions", "failures", "started", "last seen"]
+            .map(function (h) { return el("th", { text: h }); }))),
+          el("tbody", {}, d.items.map(function (w) {
+            var st = w.stats || {};
+            return el("tr", { "data-worker": w.id },
+              el("td", { "class": "mono", text: w.id }), el("td", {}, badge(w.alive ? "alive" : "gone")),
+              el("td", { text: w.host || "" }), el("td", { "class": "num", text: w.pid === null ? "" : w.pid }),
+              el("td", { text: Array.isArray(w.queues) ? w.queues.join(", ") : (w.queues || "all") }),
+              el("td", { text: Array.isArray(w.kinds) ? w.kinds.join(", ") : (w.kinds || "") }),
+              el("td", { "class": "num", text: w.concurrency === null ? "" : w.concurrency }),
+              el("td", { "class": "num", text: w.in_flight }),
+              el("td", { "class": "num", text: st.completions === undefined ? "" : st.completions }),
+              el("td", { "class": "num", text: st.failures === undefined ? "" : st.failures }),
+              el("td", { text: ago(w.started_at, d.now) }), el("td", { text: ago(w.heartbeat_at, d.now) }));
+          }))));
+      });
+    };
+  }
+
+  var pages = { overview: overviewPage, jobs: jobsPage, job: jobPage, run: runPage, schedules: schedulesPage, workers: workersPage };
+  (pages[PAGE] || overviewPage)();
+  loop();
+})();

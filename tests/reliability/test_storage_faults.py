@@ -66,6 +66,7 @@ def test_disk_full_is_coded_nothing_half_written_and_work_resumes(small_fs):
 
 
 def test_read_only_file_system_is_coded_and_reads_still_work(small_fs):
+    _remount(small_fs, "size=2m")
     path = small_fs / "q.db"
     store = tenure.connect(f"sqlite:///{path}")
     kept = store.jobs.enqueue("k", {"n": 1})

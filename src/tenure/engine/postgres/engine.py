@@ -16,6 +16,7 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import select
@@ -25,7 +26,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql as pgsql
@@ -90,7 +91,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
             inserted = set()
             with _atomic(conn):
                 for chunk in iter_chunks(jobs, INSERT_CHUNK):
-                    cur = conn.execute(Q.INSERT_MANY, _insert_arrays(chunk, now))
+                    cur = conn.execute(Q.INSERT_MANY, _insert_rows(chunk, now))
                     inserted.update(r[0] for r in cur.fetchall())
         if len(inserted) == len(jobs):
             return [(j.id, True) for j in jobs]
@@ -233,14 +234,13 @@ def _insert_params(j: NewJob, now: int | None) -> dict[str, Any]:
     }
 
 
-def _insert_arrays(jobs: Sequence[NewJob], now: int | None) -> dict[str, Any]:
-    params: dict[str, Any] = {name: [] for name in Q.INSERT_MANY_ARRAYS}
-    for j in jobs:
-        for name, value in _insert_params(j, now).items():
-            if name != "now":
-                params[name].append(value)
-    params["now"] = now
-    return params
+def _insert_rows(jobs: Sequence[NewJob], now: int | None) -> dict[str, Any]:
+    """INSERT_MANY's parameters: the rows as one JSON array, in INSERT_MANY_COLUMNS order."""
+    rows = [[j.id, j.kind, j.payload, j.run_at, j.delay_ms, j.max_attempts, j.queue, j.priority,
+             j.timeout_ms, j.singleton_key, j.singleton_on, j.policy, j.group_key, j.dead_letter,
+             j.origin_id, j.retry_delay_ms, None if j.retry_backoff is None else int(j.retry_backoff),
+             j.retry_delay_max_ms, j.keep_until, j.delete_after_ms, j.last_error] for j in jobs]
+    return {"now": now, "rows": json.dumps(rows)}
 
 
 _CLAIM_CACHE: dict[tuple, str] = {}
@@ -462,7 +462,7 @@ class PostgresEngine(Engine):
         query = parse_qsl(parts.query, keep_blank_values=True)
         ours = {k: v for k, v in query if k in URL_OPTIONS}
         rest = [(k, v) for k, v in query if k not in URL_OPTIONS]
-        self.url = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest), parts.fragment))
+        self.url = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest, quote_via=quote), parts.fragment))
         self._password = parts.password
         try:
             self.schema = schema if schema is not None else ours.get("schema") or None

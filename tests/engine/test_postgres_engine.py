@@ -1,0 +1,689 @@
+"""Engine-level tests of the PostgreSQL engine against a real server.
+
+What only PostgreSQL has: migrations raced by many processes, SchemaTooNew, LISTEN/NOTIFY wake-up
+and its reconnect, pool exhaustion and dead connections, error classification, the claim's index
+use, cross-process queue limits, and row-for-row parity with the SQLite engine.
+
+Every test works in a schema of its own (``?schema=``) or a throwaway database, so it never
+touches ``public`` where the conformance suite may be running at the same time. The server comes
+from ``$TENURE_TEST_PG_URL`` (default: the local test server); an unreachable server skips this
+module loudly, except under ``CI`` where it fails.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from contextlib import closing
+
+import pytest
+
+PG_URL = os.environ.get("TENURE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+T0 = 1_700_000_000_000
+
+psycopg = pytest.importorskip("psycopg")
+
+import tenure  # noqa: E402
+from tenure.engine.base import JOB_COLUMNS, TOKEN_INDEX, NewJob, Settle  # noqa: E402
+from tenure.engine.migrate import load_migrations  # noqa: E402
+from tenure.engine.postgres import engine as pg_engine  # noqa: E402
+from tenure.engine.postgres.engine import PostgresEngine  # noqa: E402
+from tenure.engine.sqlite.engine import SQLiteEngine  # noqa: E402
+from tenure.errors import (  # noqa: E402
+    InvalidType,
+    OperationWithdrawn,
+    ReadOnlyStore,
+    SchemaTooNew,
+    StorageError,
+    StorageFull,
+    StoreBusy,
+    StoreClosed,
+    StoreUnavailable,
+)
+
+pytestmark = pytest.mark.postgres
+MIGRATIONS = [m.version for m in load_migrations("tenure.engine.postgres")]
+
+
+def _admin():
+    return psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _server():
+    try:
+        _admin().close()
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the server means the same thing
+        msg = f"PostgreSQL at {PG_URL} is NOT reachable ({exc}); the postgres engine tests did NOT run"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+def _with_query(url: str, **params: str) -> str:
+    sep = "&" if "?" in url else "?"
+    return url + sep + "&".join(f"{k}={v}" for k, v in params.items())
+
+
+@pytest.fixture
+def schema():
+    """A fresh, empty schema for this test; dropped afterwards."""
+    name = f"tn_eng_{uuid.uuid4().hex[:10]}"
+    yield name
+    with closing(_admin()) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+@pytest.fixture
+def url(schema) -> str:
+    return _with_query(PG_URL, schema=schema)
+
+
+@pytest.fixture
+def engine(url):
+    eng = PostgresEngine(url)
+    eng.open()
+    yield eng
+    eng.close()
+
+
+def _raw(schema: str):
+    """An application's own connection whose search path finds the test schema's tables."""
+    return psycopg.connect(PG_URL, autocommit=True, options=f"-c search_path={schema},public")
+
+
+def _job(job_id: str, **kw) -> NewJob:
+    base = dict(id=job_id, kind="k", payload=None, queue="default", priority=0, run_at=None, delay_ms=0,
+                max_attempts=5)
+    base.update(kw)
+    return NewJob(**base)
+
+
+# -- migrations ---------------------------------------------------------------------------------------
+
+
+def _open_engine(url: str, barrier, out) -> None:
+    """Child process: open an engine on ``url`` at the same moment as its siblings."""
+    try:
+        eng = PostgresEngine(url, pool_min=0)
+        barrier.wait(30)
+        eng.open()
+        with eng.session() as s:
+            s.job_insert([_job(f"from-{os.getpid()}")], None)
+        eng.close()
+        out.put(None)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_ten_processes_migrate_an_empty_database_at_once():
+    db = f"tenure_mig_{uuid.uuid4().hex[:10]}"
+    with closing(_admin()) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+    try:
+        url = PG_URL.rsplit("/", 1)[0] + "/" + db
+        ctx = multiprocessing.get_context("spawn")
+        barrier, out = ctx.Barrier(10), ctx.Queue()
+        procs = [ctx.Process(target=_open_engine, args=(url, barrier, out)) for _ in range(10)]
+        for p in procs:
+            p.start()
+        try:
+            results = [out.get(timeout=90) for _ in procs]
+        finally:
+            for p in procs:
+                p.join(10)
+                if p.is_alive():
+                    p.kill()
+        assert results == [None] * 10
+        with closing(psycopg.connect(url, autocommit=True)) as conn:
+            versions = [r[0] for r in conn.execute("SELECT version FROM tenure_migrations ORDER BY 1")]
+            assert versions == MIGRATIONS
+            assert conn.execute("SELECT count(*) FROM tenure_jobs").fetchone()[0] == 10
+            assert conn.execute("SELECT name FROM tenure_queues").fetchall() == [("default",)]
+    finally:
+        with closing(_admin()) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+
+
+def test_reopening_a_migrated_schema_changes_nothing(url, schema):
+    def state():
+        with closing(_admin()) as conn:
+            return (conn.execute(f"SELECT version, name FROM {schema}.tenure_migrations ORDER BY 1").fetchall(),
+                    conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s ORDER BY 1",
+                                 (schema,)).fetchall())
+
+    eng = PostgresEngine(url)
+    eng.open()
+    eng.close()
+    first = state()
+    assert [v for v, _ in first[0]] == MIGRATIONS
+    eng = PostgresEngine(url)
+    eng.open()
+    eng.close()
+    assert state() == first
+
+
+def test_schema_too_new_is_refused(url, schema):
+    eng = PostgresEngine(url)
+    eng.open()
+    eng.close()
+    with closing(_admin()) as conn:
+        conn.execute(f"INSERT INTO {schema}.tenure_migrations VALUES (9999, 'future', 0)")
+    with pytest.raises(SchemaTooNew) as ei:
+        PostgresEngine(url).open()
+    assert ei.value.code == "TN0006" and "9999" in str(ei.value)
+    store = tenure.connect(url)
+    with pytest.raises(SchemaTooNew):
+        store.jobs  # noqa: B018 - first use opens
+    store.close()
+
+
+def test_tables_live_in_the_configured_schema_only(engine, schema):
+    with closing(_admin()) as conn:
+        here = {r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))}
+    assert {"tenure_jobs", "tenure_checkpoints", "tenure_queues", "tenure_migrations"} <= here
+
+
+# -- wake-up --------------------------------------------------------------------------------------------
+
+
+def _insert_job_raw(schema: str, job_id: str, *, commit: bool = True) -> None:
+    with closing(psycopg.connect(PG_URL, options=f"-c search_path={schema},public")) as conn:
+        conn.execute("INSERT INTO tenure_jobs (id, kind, state, run_at, created_at, updated_at) "
+                     "VALUES (%s, 'k', 'pending', 0, 0, 0)", (job_id,))
+        if commit:
+            conn.commit()
+        else:
+            conn.rollback()
+
+
+def _wait_in_thread(watcher, timeout: float):
+    box: dict = {}
+
+    def run():
+        box["started"] = time.monotonic()
+        box["woken"] = watcher.wait(timeout)
+        box["ended"] = time.monotonic()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, box
+
+
+def test_insert_from_another_connection_wakes_the_watcher_within_100ms(engine, schema):
+    w = engine.watcher()
+    try:
+        assert w.wait(0.05) is False  # nothing yet
+        t, box = _wait_in_thread(w, 5.0)
+        time.sleep(0.05)  # let the thread block in wait()
+        sent = time.monotonic()
+        _insert_job_raw(schema, "raw-1")
+        t.join(5)
+        assert box["woken"] is True
+        assert box["ended"] - sent < 0.1, f"woken after {1000 * (box['ended'] - sent):.0f} ms"
+    finally:
+        w.close()
+
+
+def test_rolled_back_insert_and_other_schemas_wake_nobody(engine, schema):
+    w = engine.watcher()
+    try:
+        _insert_job_raw(schema, "never", commit=False)
+        other = PostgresEngine(_with_query(PG_URL, schema=schema + "_x"))
+        other.open()
+        try:
+            with other.session() as s:
+                s.job_insert([_job("elsewhere")], None)
+        finally:
+            other.close()
+            with closing(_admin()) as conn:
+                conn.execute(f"DROP SCHEMA IF EXISTS {schema}_x CASCADE")
+        assert w.wait(0.3) is False
+    finally:
+        w.close()
+
+
+def test_requeue_wakes_but_claims_and_completions_do_not(engine):
+    w = engine.watcher()
+    try:
+        with engine.session() as s:
+            s.job_insert([_job("a")], T0)
+        assert w.wait(1.0) is True
+        with engine.session() as s:
+            row = s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0, limit=1)[0]
+            assert s.job_fail([Settle("a", row[TOKEN_INDEX], error="boom", delay_ms=60_000)], T0)
+        assert w.wait(0.2) is False  # a failure retried later is not eligible now: no wake
+        with engine.session() as s:
+            assert s.job_requeue("a", T0 + 1) is not None
+        assert w.wait(1.0) is True
+        with engine.session() as s:
+            row = s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0 + 2, limit=1)[0]
+            assert s.job_complete([Settle("a", row[TOKEN_INDEX])], T0 + 2) == {"a"}
+        assert w.wait(0.2) is False
+    finally:
+        w.close()
+
+
+def test_watcher_reconnects_after_its_backend_is_terminated(engine, schema):
+    w = engine.watcher()
+    try:
+        pid = w._conn.info.backend_pid
+        with closing(_admin()) as conn:
+            assert conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
+        started = time.monotonic()
+        assert w.wait(10.0) is True, "a reconnect must answer True (notifications may have been missed)"
+        assert time.monotonic() - started < 5
+        assert w.reconnects == 1 and w._conn.info.backend_pid != pid
+        # ...and it listens again.
+        t, box = _wait_in_thread(w, 5.0)
+        time.sleep(0.05)
+        _insert_job_raw(schema, "after-reconnect")
+        t.join(5)
+        assert box["woken"] is True
+    finally:
+        w.close()
+
+
+def test_close_ends_a_blocked_wait_promptly(engine):
+    w = engine.watcher()
+    t, box = _wait_in_thread(w, 30.0)
+    time.sleep(0.05)
+    closed_at = time.monotonic()
+    w.close()
+    t.join(2)
+    assert not t.is_alive()
+    assert box["woken"] is False and box["ended"] - closed_at < 0.5
+
+
+def test_engine_close_closes_its_watchers(url):
+    eng = PostgresEngine(url)
+    eng.open()
+    w = eng.watcher()
+    t, box = _wait_in_thread(w, 30.0)
+    time.sleep(0.05)
+    eng.close()
+    t.join(2)
+    assert not t.is_alive() and box["woken"] is False
+    with pytest.raises(StoreClosed):
+        eng.watcher()
+
+
+# -- pool, resilience and classification --------------------------------------------------------------
+
+
+def test_pool_timeout_is_a_bounded_store_unavailable(url):
+    store = tenure.connect(url, pool_max=1, pool_timeout=0.2)
+    try:
+        store.jobs.enqueue("k", id="x")
+        with store.engine.session():  # holds the only connection
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable) as ei:
+                store.jobs.get("x")
+            assert time.monotonic() - started < 2
+        assert ei.value.code == "TN0005" and "pool" in str(ei.value)
+        assert store.jobs.get("x") is not None  # the pool is fine afterwards
+    finally:
+        store.close()
+
+
+def test_a_cancelled_wait_for_a_connection_is_withdrawn(url):
+    eng = PostgresEngine(url, pool_max=1, pool_timeout=10)
+    eng.open()
+    try:
+        cancel = threading.Event()
+        with eng.session():
+            threading.Timer(0.1, cancel.set).start()
+            started = time.monotonic()
+            with pytest.raises(OperationWithdrawn):
+                with eng.session(cancel):
+                    pass
+            assert time.monotonic() - started < 1
+    finally:
+        eng.close()
+
+
+def _terminate(application_name: str) -> int:
+    with closing(_admin()) as conn:
+        return len(conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (application_name,)).fetchall())
+
+
+def test_the_pool_recovers_when_the_server_drops_its_connections(url):
+    app = f"tn-test-{uuid.uuid4().hex[:8]}"
+    store = tenure.connect(url, pool_min=2, pool_max=2, application_name=app)
+    try:
+        store.jobs.enqueue("k", id="before")
+        assert _terminate(app) == 2
+        # Connections idle past the check threshold are checked and replaced: no call fails.
+        time.sleep(pg_engine.CHECK_IDLE_AFTER + 0.1)
+        assert store.jobs.get("before") is not None
+        assert store.jobs.enqueue("k", id="after") == "after"
+        # Dropped right after use: at most one classified failure per dead connection, then fine.
+        _terminate(app)
+        failures = 0
+        for _ in range(4):
+            try:
+                store.jobs.get("after")
+            except StoreUnavailable:
+                failures += 1
+        assert failures <= 2
+        assert store.jobs.get("after") is not None
+    finally:
+        store.close()
+
+
+def test_classification_table(url):
+    eng = PostgresEngine(url)
+    e = psycopg.errors
+    cases = [
+        (e.DiskFull("could not extend file"), StorageFull),
+        (e.LockNotAvailable("lock timeout"), StoreBusy),
+        (e.SerializationFailure("could not serialize"), StoreBusy),
+        (e.DeadlockDetected("deadlock"), StoreBusy),
+        (e.QueryCanceled("statement timeout"), StoreBusy),
+        (e.ReadOnlySqlTransaction("read-only transaction"), ReadOnlyStore),
+        (e.InsufficientPrivilege("permission denied"), ReadOnlyStore),
+        (e.AdminShutdown("terminating connection"), StoreUnavailable),
+        (e.TooManyConnections("too many clients"), StoreUnavailable),
+        (psycopg.OperationalError("server closed the connection unexpectedly"), StoreUnavailable),
+        (psycopg.InterfaceError("the connection is closed"), StoreUnavailable),
+        (e.UndefinedTable("relation does not exist"), StorageError),
+    ]
+    for exc, kind in cases:
+        got = eng.classify(exc)
+        assert type(got) is kind, (exc, got)
+    assert type(eng.classify(pg_engine.PoolTimeout("x"))) is StoreUnavailable
+    plain = ValueError("not a driver error")
+    assert eng.classify(plain) is plain
+    coded = StoreBusy("already coded")
+    assert eng.classify(coded) is coded
+
+
+def test_real_lock_timeout_and_read_only_are_classified(url, schema, engine):
+    store = tenure.connect(_with_query(url, options="-c%20lock_timeout%3D100"))
+    ro = tenure.connect(_with_query(url, options="-c%20default_transaction_read_only%3Don"))
+    try:
+        store.jobs.enqueue("k", id="a")
+        with closing(_raw(schema)) as locker:
+            locker.autocommit = False
+            locker.execute("LOCK TABLE tenure_jobs IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(StoreBusy):
+                store.jobs.get("a")
+            locker.rollback()
+        assert ro.jobs.get("a") is not None  # reading works
+        with pytest.raises(ReadOnlyStore):
+            ro.jobs.enqueue("k", id="b")
+    finally:
+        store.close()
+        ro.close()
+
+
+def test_passwords_never_reach_messages():
+    url = "postgresql://someone:s3cr3t-pw@127.0.0.1:1/nowhere"
+    eng = PostgresEngine(url, connect_timeout=2)
+    assert "s3cr3t" not in eng.describe() and "***" in eng.describe()
+    with pytest.raises(StoreUnavailable) as ei:
+        eng.open()
+    assert "s3cr3t" not in str(ei.value)
+    store = tenure.connect(url, connect_timeout=2)
+    assert "s3cr3t" not in repr(store)
+    with pytest.raises(StoreUnavailable) as ei:
+        store.jobs  # noqa: B018
+    assert "s3cr3t" not in str(ei.value)
+
+
+def test_adopt_takes_only_a_psycopg_connection(engine):
+    with pytest.raises(InvalidType):
+        engine.adopt(sqlite3.connect(":memory:"))
+
+
+def test_outbox_on_the_applications_own_connection(url, schema):
+    store = tenure.connect(url)
+    assert store.jobs is not None  # opened
+    w = store.engine.watcher()
+    try:
+        with closing(psycopg.connect(PG_URL, options=f"-c search_path={schema},public")) as conn:
+            store.jobs.enqueue("k", id="rolled-back", conn=conn)
+            conn.rollback()
+            assert store.jobs.get("rolled-back") is None
+            store.jobs.enqueue("k", id="committed", conn=conn)
+            assert store.jobs.get("committed") is None  # invisible until the app commits
+            conn.commit()
+        assert store.jobs.get("committed").state == "pending"
+        assert w.wait(1.0) is True
+    finally:
+        w.close()
+        store.close()
+
+
+def test_reset_for_tests_empties_every_table(engine):
+    with engine.session() as s:
+        s.job_insert([_job("a")], None)
+    engine.reset_for_tests()
+    with engine.session() as s:
+        assert s.job_counts() == {}
+        assert s.execute("SELECT count(*) FROM tenure_queues").fetchone()[0] == 0
+
+
+def test_the_database_clock(engine):
+    with engine.session() as s:
+        db_now = s.now_ms()
+        s.job_insert([_job("a", delay_ms=5000)], None)
+        row = s.job_get("a")
+    assert abs(db_now - time.time() * 1000) < 60_000  # the same machine, give or take
+    assert db_now <= row[12] <= db_now + 5_000 and row[4] == row[12] + 5000
+
+
+# -- the claim --------------------------------------------------------------------------------------------
+
+
+def _plan(conn, sql: str, params: dict) -> str:
+    return "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+
+
+def test_the_claim_reads_the_partial_indexes_at_100k_pending(engine, schema):
+    jobs = [_job(f"j{i:06d}", queue=f"q{i % 4}", priority=i % 3) for i in range(100_000)]
+    with engine.session() as s:
+        started = time.monotonic()
+        s.job_insert(jobs, T0)
+        elapsed = time.monotonic() - started
+        s.execute("ANALYZE tenure_jobs")
+    assert elapsed < 20, f"bulk insert of 100k rows took {elapsed:.1f} s"
+    shapes = {
+        "any queue": (None, None),
+        "one queue": (None, ["q1"]),
+        "kinds, any queue": (["k"], None),
+    }
+    with closing(_raw(schema)) as conn:
+        for mode in ("auto", "force_generic_plan"):
+            conn.execute(f"SET plan_cache_mode = {mode}")
+            for name, (kinds, queues) in shapes.items():
+                sql = pg_engine._claim_sql(kinds, queues)
+                params = pg_engine._claim_params(kinds, queues, "w", 30_000, T0, 100)
+                plan = _plan(conn, sql, params)
+                index = "tenure_jobs_claim " if queues else "tenure_jobs_claim_any"
+                assert f"Index Scan using {index}" in plan + " ", f"{name} ({mode}):\n{plan}"
+                assert "Seq Scan on tenure_jobs" not in plan, f"{name} ({mode}):\n{plan}"
+                due = plan.split("CTE due", 1)[1].split("CTE expired", 1)[0]
+                assert "Sort" not in due, f"{name} ({mode}) sorts the due rows:\n{plan}"
+    with engine.session() as s:
+        got = s.job_claim(kinds=None, queues=None, owner="w", lease_ms=30_000, now=T0, limit=100)
+    assert [r[0] for r in got] == sorted((j.id for j in jobs if j.priority == 2), key=lambda i: i)[:100]
+
+
+def test_claim_rows_have_the_boundary_types(engine):
+    with engine.session() as s:
+        s.job_insert([_job("a", payload='{"n": 1}', timeout_ms=5, group_key="g")], T0)
+        rows = s.job_claim(kinds=["k"], queues=["default"], owner="w", lease_ms=100, now=T0, limit=5)
+    assert len(rows) == 1 and len(rows[0]) == len(JOB_COLUMNS)
+    row = dict(zip(JOB_COLUMNS, rows[0], strict=True))
+    assert row["payload"] == '{"n": 1}' and row["state"] == "leased"
+    for col in ("run_at", "attempts", "max_attempts", "lease_until", "lease_generation", "created_at",
+                "updated_at", "priority", "timeout_ms"):
+        assert type(row[col]) is int, col
+    assert len(row["lease_token"]) == 32 and int(row["lease_token"], 16) >= 0
+
+
+def _set_queue(engine, name: str, **cols) -> None:
+    with engine.session() as s:
+        s.execute("INSERT INTO tenure_queues (name, created_at, updated_at) VALUES (%s, 0, 0) "
+                  "ON CONFLICT DO NOTHING", (name,))
+        for col, value in cols.items():
+            s.execute(f"UPDATE tenure_queues SET {col} = %s WHERE name = %s", (value, name))
+
+
+def test_a_queue_concurrency_limit_holds_across_processes(url, engine):
+    _set_queue(engine, "lim", concurrency_limit=3)
+    with engine.session() as s:
+        s.job_insert([_job(f"l{i}", queue="lim") for i in range(40)]
+                     + [_job(f"f{i}", queue="free") for i in range(40)], T0)
+    engines = [PostgresEngine(url) for _ in range(4)]
+    claimed, errors = [], []
+    barrier = threading.Barrier(len(engines))
+
+    def claimer(eng):
+        try:
+            eng.open()
+            barrier.wait(10)
+            for _ in range(10):
+                with eng.session() as s:
+                    claimed.extend(s.job_claim(kinds=None, queues=None, owner="w", lease_ms=60_000,
+                                               now=T0, limit=5))
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=claimer, args=(e,)) for e in engines]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for e in engines:
+        e.close()
+    assert errors == []
+    by_queue = {}
+    for r in claimed:
+        by_queue.setdefault(r[14], []).append(r[0])
+    assert len(by_queue["lim"]) == 3
+    assert len(by_queue["free"]) == 40
+    assert len({r[0] for r in claimed}) == len(claimed)
+
+
+def test_group_limit_and_singleton_policy(engine):
+    _set_queue(engine, "grp", group_limit=1)
+    _set_queue(engine, "one", policy="singleton")
+    with engine.session() as s:
+        s.job_insert([_job(f"g{i}", queue="grp", group_key=f"G{i % 3}") for i in range(9)]
+                     + [_job(f"s{i}", queue="one", singleton_key="K", policy="singleton") for i in range(3)]
+                     + [_job("s-other", queue="one", singleton_key="L", policy="singleton")], T0)
+        rows = s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0, limit=50)
+        ids = sorted(r[0] for r in rows)
+        assert ids == ["g0", "g1", "g2", "s-other", "s0"]
+        assert s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0, limit=50) == []
+        # Leases ending free both limits again.
+        again = s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0 + 1000, limit=50)
+        assert len(again) == 5
+
+
+def test_a_paused_queue_is_not_claimed(engine):
+    _set_queue(engine, "held", paused=1)
+    with engine.session() as s:
+        s.job_insert([_job("h", queue="held"), _job("d")], T0)
+        assert [r[0] for r in s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0,
+                                         limit=10)] == ["d"]
+        assert s.job_claim(kinds=None, queues=["held"], owner="w", lease_ms=1000, now=T0, limit=10) == []
+
+
+def test_job_lock_holds_the_row_for_a_handler_transaction(engine):
+    with engine.session() as s:
+        s.job_insert([_job("a")], T0)
+        token = s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0, limit=1)[0][TOKEN_INDEX]
+    with engine.transaction() as tx:
+        assert tx.job_lock("a", "not-the-token", T0) is False
+        assert tx.job_lock("a", token, T0 + 999) is True
+        assert tx.job_lock("a", token, T0 + 1000) is False  # expired at lease_until
+        # An expired lease's reclaim from elsewhere skips the locked row instead of waiting.
+        with engine.session() as other:
+            assert other.job_claim(kinds=None, queues=None, owner="x", lease_ms=1000, now=T0 + 5000,
+                                   limit=1) == []
+    with engine.session() as s:
+        assert len(s.job_claim(kinds=None, queues=None, owner="x", lease_ms=1000, now=T0 + 5000, limit=1)) == 1
+
+
+# -- parity with SQLite ----------------------------------------------------------------------------------
+
+
+def _script(s) -> list:
+    """One engine-level run with fixed clocks; answers everything observable (tokens masked)."""
+    out = []
+
+    def rows(rs):  # by id: SQLite's RETURNING order is unspecified (PostgreSQL's is claim order)
+        masked = [None if r is None else
+                  tuple("<token>" if i == TOKEN_INDEX and v is not None else v for i, v in enumerate(r))
+                  for r in rs]
+        return sorted(masked, key=lambda r: "" if r is None else r[0])
+
+    # Only the ids: the semantics layer reads nothing else of the answer, and SQLite's "inserted"
+    # flags of a batch are approximate (its change counter also counts the registry trigger).
+    out.append([i for i, _ in s.job_insert([
+        _job("b", payload='{"x": [1, 2.5, "é"]}', priority=1), _job("a", payload="null", run_at=T0 - 5),
+        _job("c", delay_ms=50, max_attempts=2, retry_delay_ms=100, retry_backoff=True, retry_delay_max_ms=150),
+        _job("a", payload='"dup"'),
+        _job("d", kind="other", queue="q2", priority=-3, run_at=T0 + 10**12, max_attempts=7, timeout_ms=9,
+             singleton_key="sk", singleton_on=T0 - T0 % 60_000, policy="singleton", group_key="g",
+             dead_letter="dlq", origin_id="o1", retry_delay_ms=0, retry_backoff=False, keep_until=T0 + 1,
+             delete_after_ms=2, last_error="earlier")], T0)])
+    out.append(s.execute(
+        "SELECT id, singleton_on, policy, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until,"
+        " delete_after_ms FROM tenure_jobs ORDER BY id").fetchall())
+    claimed = s.job_claim(kinds=["k"], queues=None, owner="w1", lease_ms=1000, now=T0, limit=10)
+    out.append(rows(claimed))
+    tok = {r[0]: r[TOKEN_INDEX] for r in claimed}
+    out.append(s.checkpoint_save("b", "n1", '{"v": 1}', 1, tok["b"], T0 + 1))
+    out.append(s.checkpoint_save("b", "n2", "2", 1, "forged", T0 + 1))
+    out.append(s.checkpoint_list("b", 1))
+    renewed = s.job_renew("b", tok["b"], 2000, T0 + 10)
+    out.append(rows([renewed]))
+    out.append(s.job_renew("b", tok["b"], 2000, T0 + 11))
+    out.append(sorted(s.job_complete([Settle("b", renewed[TOKEN_INDEX], result='{"ok": true}'),
+                                      Settle("a", "forged", result="1")], T0 + 20)))
+    out.append(s.checkpoint_list("b", 5))
+    out.append(rows(s.job_fail([Settle("a", tok["a"], error="boom", delay_ms=700, jitter=0.75)], T0 + 30)))
+    claimed = s.job_claim(kinds=None, queues=["default"], owner="w2", lease_ms=1000, now=T0 + 60, limit=10)
+    out.append(rows(claimed))
+    tok = {r[0]: r[TOKEN_INDEX] for r in claimed}
+    out.append(rows(s.job_fail([Settle("c", tok["c"], error="x", delay_ms=1, jitter=0.75)], T0 + 70)))
+    claimed = s.job_claim(kinds=None, queues=None, owner="w3", lease_ms=1000, now=T0 + 800, limit=10)
+    out.append(rows(claimed))
+    tok.update({r[0]: r[TOKEN_INDEX] for r in claimed})
+    out.append(rows(s.job_fail([Settle("c", tok["c"], error="y", delay_ms=1, jitter=0.5)], T0 + 810)))
+    out.append(rows([s.job_cancel("a", None, T0 + 820)]))  # leased, live: needs its token
+    out.append(rows([s.job_cancel("a", tok["a"], T0 + 820)]))
+    out.append(rows([s.job_requeue("c", T0 + 900)]))
+    out.append(rows([s.job_requeue("c", T0 + 901)]))
+    out.append(sorted(s.job_counts().items()))
+    out.append(rows(s.job_page(state=None, kind=None, queue=None, after=None, limit=2)))
+    out.append(rows(s.job_page(state="cancelled", kind="k", queue="default", after="0", limit=5)))
+    out.append(s.job_sweep(T0 + 10_000, 10))
+    out.append(s.job_sweep(T0 + 10_000, 10))
+    out.append(rows([s.job_get(i) for i in ("a", "b", "c")]))
+    return out
+
+
+def test_rows_match_the_sqlite_engine_call_for_call(engine, tmp_path):
+    lite = SQLiteEngine(f"sqlite:///{tmp_path}/parity.db")
+    lite.open()
+    try:
+        with lite.session() as s:
+            expected = _script(s)
+    finally:
+        lite.close()
+    with engine.session() as s:
+        got = _script(s)
+    for i, (want, have) in enumerate(zip(expected, got, strict=True)):
+        assert have == want, f"step {i}"

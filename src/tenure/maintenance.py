@@ -1,16 +1,493 @@
-"""The maintenance service (placeholder until the cron/maintenance work lands: it does nothing yet)."""
+"""The maintenance service: cron firing, worker heartbeats, leadership and sweeps, run for you.
+
+One :class:`Maintainer` per store (``store.maintenance``) is shared by that store's workers: the
+first worker that starts (with ``maintenance=True``, the default) starts its thread, the last one
+that stops stops it — quiescently: the thread is joined and nothing touches the database after
+``release`` returns. ``tenure maintain --once`` (and tests) call :meth:`Maintainer.run_once`.
+
+Duties, each with its own cadence (defaults below, all in :class:`MaintenanceConfig`):
+
+========================  ========  ==========================================================
+duty                      who       what
+========================  ========  ==========================================================
+fire schedules            any node  enqueue each due cron boundary once (:mod:`tenure.schedules`;
+                                    idempotent in the database, so no leader is needed)
+heartbeat                 any node  upsert one ``tenure_workers`` row per local worker
+elect                     any node  take or renew the leader lease (``tenure_leader``)
+expire queued jobs        leader    pending/failed jobs past ``keep_until`` (their queue's
+                                    retention) become ``dead``: "expired: not started within
+                                    retention" (not dead-lettered: they never ran)
+delete settled jobs       leader    done/dead/cancelled jobs past ``updated_at + delete_after``
+                                    (default 7 days) are deleted with their checkpoints
+reap dead workers         leader    a worker row silent for ``worker_dead_after_ms`` is deleted,
+                                    and the live leases it held end at once (the fence refuses
+                                    the vanished attempt; the next claim recovers the job)
+========================  ========  ==========================================================
+
+Attempts whose worker vanished are otherwise recovered by lease expiry, as JOBS-FORMAT §5 says:
+the next claim takes an expired lease. The maintainer does not fail them (the attempt count
+already grows at the reclaim), it only shortens long leases of workers known to be dead.
+
+Sweeps run in bounded batches (at most 1000 rows per transaction, :data:`SWEEP_BATCH`), at most
+:data:`MAX_BATCHES_PER_PASS` per pass; a pass that hit the cap runs again after
+:data:`BACKLOG_INTERVAL` instead of its cadence. A database outage is logged (once per outage per
+duty), counted in ``stats()["errors"]``, and retried at the next cadence; it never kills the thread.
+
+Time: "now" is the store's clock (the injected ``clock``, else SQLite's wall clock or the
+PostgreSQL server's clock), so tests move time without sleeping; only the cadence is real time.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidArgument, InvalidType, OperationWithdrawn
+from .schedules import DEFAULT_MISFIRE_GRACE_MS, declared_for
+
+if TYPE_CHECKING:
+    from .store import Store
+    from .worker import Worker
+
+log = logging.getLogger("tenure.maintenance")
+
+#: The leased role in ``tenure_leader`` that the sweeping node holds.
+LEADER_ROLE = "maintenance"
+#: How long a leader's lease lasts; it is renewed every third of it, and a dead leader's role is
+#: taken over at most this long after its last renewal.
+DEFAULT_LEADER_TTL_MS = 15_000
+DEFAULT_SCHEDULE_INTERVAL = 1.0
+DEFAULT_HEARTBEAT_INTERVAL = 5.0
+DEFAULT_EXPIRE_INTERVAL = 30.0
+DEFAULT_DELETE_INTERVAL = 60.0
+DEFAULT_REAP_INTERVAL = 30.0
+#: A worker whose heartbeat is older than this is dead (12 missed heartbeats by default).
+DEFAULT_WORKER_DEAD_AFTER_MS = 60_000
+#: Settled jobs without a ``delete_after`` of their own are deleted this long after they settled.
+DEFAULT_DELETE_AFTER_MS = 7 * 24 * 3_600_000
+#: Rows per sweep transaction (the most a sweep ever holds locks on at once).
+SWEEP_BATCH = 1_000
+MAX_BATCHES_PER_PASS = 10
+#: A sweep that hit its batch cap comes back this soon (seconds) instead of at its cadence.
+BACKLOG_INTERVAL = 1.0
+EXPIRED_ERROR = "expired: not started within retention"
+_REPEAT_WARNING = 60.0
+
+#: Column order of a ``tenure_workers`` row crossing the engine boundary.
+WORKER_COLUMNS: tuple[str, ...] = ("id", "host", "pid", "queues", "kinds", "concurrency", "started_at",
+                                   "heartbeat_at", "in_flight", "stats")
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceConfig:
+    """Cadences (seconds), horizons (ms) and batch bounds of the maintenance service. Every field
+    is validated at construction (:class:`InvalidArgument` / :class:`InvalidType`)."""
+
+    schedule_interval: float = DEFAULT_SCHEDULE_INTERVAL
+    heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL
+    expire_interval: float = DEFAULT_EXPIRE_INTERVAL
+    delete_interval: float = DEFAULT_DELETE_INTERVAL
+    reap_interval: float = DEFAULT_REAP_INTERVAL
+    leader_ttl_ms: int = DEFAULT_LEADER_TTL_MS
+    worker_dead_after_ms: int = DEFAULT_WORKER_DEAD_AFTER_MS
+    #: None keeps settled jobs that have no ``delete_after`` of their own forever.
+    delete_after_ms: int | None = DEFAULT_DELETE_AFTER_MS
+    misfire_grace_ms: int = DEFAULT_MISFIRE_GRACE_MS
+    batch_size: int = SWEEP_BATCH
+    max_batches: int = MAX_BATCHES_PER_PASS
+    #: Fire schedules on this node (False: leave it to other nodes or ``maintain --once``).
+    schedules: bool = True
+    #: Take part in leader election and run the sweeps when leading.
+    sweeps: bool = True
+
+    def __post_init__(self) -> None:
+        for f in ("schedule_interval", "heartbeat_interval", "expire_interval", "delete_interval",
+                  "reap_interval"):
+            val = getattr(self, f)
+            if isinstance(val, bool) or not isinstance(val, int | float):
+                raise InvalidType(f"{f} must be a number of seconds, got {val!r}")
+            if not (0 < val <= 86_400):
+                raise InvalidArgument(f"{f} must be in (0, 86400] seconds, got {val!r}")
+        for f, lo in (("leader_ttl_ms", 100), ("worker_dead_after_ms", 100), ("misfire_grace_ms", 0),
+                      ("batch_size", 1), ("max_batches", 1)):
+            val = getattr(self, f)
+            if isinstance(val, bool) or not isinstance(val, int):
+                raise InvalidType(f"{f} must be an integer, got {val!r}")
+            if val < lo:
+                raise InvalidArgument(f"{f} must be >= {lo}, got {val}")
+        if self.batch_size > SWEEP_BATCH:
+            raise InvalidArgument(f"batch_size must be at most {SWEEP_BATCH} (one short transaction "
+                                  f"per batch), got {self.batch_size}")
+        if self.delete_after_ms is not None and (isinstance(self.delete_after_ms, bool) or
+                                                 not isinstance(self.delete_after_ms, int) or
+                                                 self.delete_after_ms < 0):
+            raise InvalidArgument(f"delete_after_ms must be None or an integer >= 0, got "
+                                  f"{self.delete_after_ms!r}")
+        if self.worker_dead_after_ms <= self.heartbeat_interval * 1000:
+            raise InvalidArgument("worker_dead_after_ms must be longer than heartbeat_interval, or "
+                                  "live workers would be reaped")
+        for f in ("schedules", "sweeps"):
+            if not isinstance(getattr(self, f), bool):
+                raise InvalidType(f"{f} must be True or False")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """One row of the worker registry (``tenure_workers``)."""
+
+    id: str
+    host: str | None
+    pid: int | None
+    queues: list[str] | None
+    kinds: list[str] | None
+    concurrency: int | None
+    started_at: int
+    heartbeat_at: int
+    in_flight: int
+    stats: dict[str, Any] | None
+
+
+_COUNTERS = ("passes", "fired", "heartbeats", "elections", "leader_terms", "expired", "deleted",
+             "leases_released", "workers_reaped", "schedules_synced", "errors")
 
 
 class Maintainer:
-    def __init__(self, store: Any) -> None:
+    """The maintenance service of one store (see the module docstring)."""
+
+    def __init__(self, store: Store, config: MaintenanceConfig | None = None) -> None:
         self.store = store
+        self._config = config or MaintenanceConfig()
+        #: This service's identity as leader candidate (one per store per process).
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:maint:{uuid.uuid4().hex[:8]}"
+        self._state = threading.Lock()
+        self._hb_lock = threading.Lock()
+        self._workers: dict[int, tuple[Worker, int | None]] = {}
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._kick = threading.Event()
+        self._sync_due = False
+        self._leader_until = 0.0  # monotonic; we lead while now < this
+        self._stats = dict.fromkeys(_COUNTERS, 0)
+        self._errors: dict[str, int] = {}
+        self._failing: dict[str, float] = {}
+        self._pass_cond = threading.Condition()
 
-    def acquire(self, worker: Any) -> None:
-        return None
+    # -- configuration -----------------------------------------------------------------------------
+    @property
+    def config(self) -> MaintenanceConfig:
+        return self._config
 
-    def release(self, worker: Any) -> None:
-        return None
+    def configure(self, config: MaintenanceConfig | None = None, **changes: Any) -> MaintenanceConfig:
+        """Replace the configuration (a whole :class:`MaintenanceConfig`, or some fields); it takes
+        effect at the next pass. Answers the new configuration."""
+        known = {f.name for f in fields(MaintenanceConfig)}
+        unknown = set(changes) - known
+        if unknown:
+            raise InvalidArgument(f"unknown maintenance options: {', '.join(sorted(unknown))}")
+        base = config if config is not None else self._config
+        if not isinstance(base, MaintenanceConfig):
+            raise InvalidType("config must be a MaintenanceConfig")
+        self._config = replace(base, **changes) if changes else base
+        self._kick.set()
+        return self._config
+
+    # -- lifecycle (called by Worker.start / Worker.stop) --------------------------------------------
+    def acquire(self, worker: Worker) -> None:
+        """Register a starting worker (heartbeats begin at once); the first one starts the service.
+        Makes no database call itself."""
+        with self._state:
+            self._workers[id(worker)] = (worker, self.store._now())
+            self._sync_due = True
+            if self._thread is None:
+                self._stop = threading.Event()
+                self._thread = threading.Thread(target=self._run, args=(self._stop,),
+                                                name="tenure-maintenance", daemon=True)
+                self._thread.start()
+        self._kick.set()
+
+    def release(self, worker: Worker) -> None:
+        """Unregister a stopping worker and delete its registry row; the last one stops the service
+        (joining its thread) and gives up leadership so another node takes over at once. When this
+        returns, the service makes no further database call for it. Never raises."""
+        with self._state:
+            if self._workers.pop(id(worker), None) is None:
+                return
+            last = not self._workers
+            thread, stop = (self._thread, self._stop) if last else (None, None)
+            if last:
+                self._thread = None
+        if thread is not None and stop is not None:
+            stop.set()
+            self._kick.set()
+            if thread is not threading.current_thread():
+                thread.join()
+        with self._hb_lock:
+            try:
+                with self.store._session() as s:
+                    s.worker_remove([worker.owner])
+                    if last and self._leader_until:
+                        s.leader_release(LEADER_ROLE, self.owner)
+            except Exception as exc:  # noqa: BLE001 - the row is reaped later anyway
+                log.debug("could not remove worker %s from the registry: %s", worker.owner, exc)
+        if last:
+            self._leader_until = 0.0
+
+    @property
+    def running(self) -> bool:
+        """True while the background thread runs (some worker holds the service)."""
+        return self._thread is not None
+
+    # -- one pass by hand ------------------------------------------------------------------------------
+    def run_once(self, *, drain: bool = True) -> dict[str, int]:
+        """Run every duty once, now, in this thread, whoever leads (every duty is safe to run
+        concurrently with a leader's): fire due schedules, heartbeat local workers, expire queued
+        jobs, delete settled jobs, reap dead workers. With ``drain``, sweeps continue until nothing
+        is left (still one short transaction per batch). Errors propagate (coded). Answers the
+        counts per duty."""
+        out = {"fired": self.fire_schedules(), "heartbeats": self.heartbeat()}
+        out["expired"] = self.expire_queued(drain=drain)
+        out["deleted"] = self.delete_settled(drain=drain)
+        leases, workers = self.reap_workers()
+        out["leases_released"] = leases
+        out["workers_reaped"] = workers
+        self._count("passes")
+        return out
+
+    # -- the duties, each one pass ------------------------------------------------------------------------
+    def fire_schedules(self, cancel: threading.Event | None = None) -> int:
+        """Fire every due schedule once (see :mod:`tenure.schedules`); answers jobs enqueued."""
+        n = self.store.schedules.fire_due(cancel=cancel, misfire_grace_ms=self._config.misfire_grace_ms)
+        self._count("fired", n)
+        return n
+
+    def sync_schedules(self) -> int:
+        """Store the ``@app.periodic`` schedules of every app over this store."""
+        n = 0
+        for app in declared_for(self.store):
+            n += self.store.schedules.sync(app)
+        self._count("schedules_synced", n)
+        return n
+
+    def heartbeat(self, cancel: threading.Event | None = None) -> int:
+        """Upsert the registry row of every local worker; answers how many."""
+        with self._hb_lock:
+            with self._state:
+                workers = list(self._workers.values())
+            if not workers:
+                return 0
+            host, pid = socket.gethostname(), os.getpid()
+            rows = []
+            for w, started in workers:
+                stats = w.stats()
+                rows.append({"id": w.owner, "host": host, "pid": pid,
+                             "queues": None if w.queues is None else json.dumps(w.queues),
+                             "kinds": json.dumps(w.kinds), "concurrency": w.concurrency,
+                             "started_at": started, "in_flight": int(stats.get("in_flight", 0)),
+                             "stats": json.dumps(stats, sort_keys=True)})
+            with self.store._session(cancel) as s:
+                s.worker_heartbeat(rows, self.store._now())
+        self._count("heartbeats", len(rows))
+        return len(rows)
+
+    def elect(self, cancel: threading.Event | None = None) -> bool:
+        """Take or renew the leader lease; True while this service leads. A lease that could not
+        be renewed (the database is unreachable) still counts until it would have expired."""
+        ttl = self._config.leader_ttl_ms
+        t0 = time.monotonic()
+        with self.store._session(cancel) as s:
+            expires = s.leader_acquire(LEADER_ROLE, self.owner, ttl, self.store._now())
+        self._count("elections")
+        if expires is None:
+            if self._leader_until:
+                log.info("maintenance leadership passed to another node")
+            self._leader_until = 0.0
+            return False
+        if not self._leader_until:
+            self._count("leader_terms")
+            log.info("this node (%s) now leads maintenance", self.owner)
+        # Our lease runs ttl from the statement's clock reading; keep a tenth as safety margin.
+        self._leader_until = t0 + ttl / 1000 * 0.9
+        return True
+
+    def is_leader(self) -> bool:
+        """True while this service holds an unexpired leader lease (as of its last election)."""
+        return time.monotonic() < self._leader_until
+
+    def resign(self) -> bool:
+        """Give up leadership now (another node can take it at its next election)."""
+        self._leader_until = 0.0
+        with self.store._session() as s:
+            return s.leader_release(LEADER_ROLE, self.owner)
+
+    def leader(self) -> tuple[str, int] | None:
+        """``(owner, expires_at)`` of the current leader lease row, or None."""
+        with self.store._session() as s:
+            row = s.leader_get(LEADER_ROLE)
+        return None if row is None else (row[0], int(row[1]))
+
+    def expire_queued(self, *, drain: bool = False, cancel: threading.Event | None = None) -> int:
+        """Queued jobs past ``keep_until`` -> dead (:data:`EXPIRED_ERROR`); answers how many."""
+        cfg = self._config
+
+        def batch() -> int:
+            with self.store._session(cancel) as s:
+                return s.job_expire_queued(self.store._now(), EXPIRED_ERROR, cfg.batch_size)
+
+        n = self._batches(batch, drain, cancel)
+        self._count("expired", n)
+        return n
+
+    def delete_settled(self, *, drain: bool = False, cancel: threading.Event | None = None) -> int:
+        """Delete settled jobs past their deletion horizon, with their checkpoints; answers how many."""
+        cfg = self._config
+
+        def batch() -> int:
+            with self.store._session(cancel) as s:
+                return s.job_delete_settled(self.store._now(), cfg.delete_after_ms, cfg.batch_size)
+
+        n = self._batches(batch, drain, cancel)
+        self._count("deleted", n)
+        return n
+
+    def reap_workers(self, cancel: threading.Event | None = None) -> tuple[int, int]:
+        """Delete worker rows silent for ``worker_dead_after_ms`` (never this process's live
+        workers) and end the leases they held; answers ``(leases released, workers reaped)``."""
+        cfg = self._config
+        with self._state:
+            keep = [w.owner for w, _ in self._workers.values()]
+        store = self.store
+        with store._session(cancel) as s:
+            now = store._now_or(s, store._now())
+            leases, workers = s.worker_reap(now - cfg.worker_dead_after_ms, keep, store._now(), cfg.batch_size)
+        if workers:
+            log.warning("reaped %d dead worker(s) from the registry; %d lease(s) they held were ended",
+                        workers, leases)
+        self._count("leases_released", leases)
+        self._count("workers_reaped", workers)
+        return leases, workers
+
+    def _batches(self, batch, drain: bool, cancel: threading.Event | None) -> int:
+        cfg = self._config
+        total = rounds = 0
+        while True:
+            n = batch()
+            total += n
+            rounds += 1
+            if n < cfg.batch_size or (cancel is not None and cancel.is_set()):
+                return total
+            if not drain and rounds >= cfg.max_batches:
+                return total
+
+    # -- reading ---------------------------------------------------------------------------------------
+    def workers(self) -> list[WorkerInfo]:
+        """Every row of the worker registry (all processes, all hosts)."""
+        with self.store._session() as s:
+            rows = s.worker_list()
+        out = []
+        for r in rows:
+            out.append(WorkerInfo(r[0], r[1], r[2], None if r[3] is None else json.loads(r[3]),
+                                  None if r[4] is None else json.loads(r[4]), r[5], r[6], r[7], r[8],
+                                  None if r[9] is None else json.loads(r[9])))
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """Counters since construction (``fired``, ``expired``, ``deleted``, ``heartbeats``,
+        ``leases_released``, ``workers_reaped``, ``errors``, ...), per-duty error counts, and the
+        current ``leader``, ``running`` and ``workers`` (local workers holding the service)."""
+        with self._state:
+            out: dict[str, Any] = dict(self._stats)
+            out["errors_by_duty"] = dict(self._errors)
+            out["workers"] = len(self._workers)
+        out["leader"] = self.is_leader()
+        out["running"] = self.running
+        return out
+
+    def wait_for_pass(self, after: int | None = None, timeout: float = 5.0) -> bool:
+        """Test hook: block until the background thread completes a pass beyond ``after`` (default:
+        the current count). True when it did within ``timeout`` seconds."""
+        with self._pass_cond:
+            target = self._stats["passes"] if after is None else after
+            return self._pass_cond.wait_for(lambda: self._stats["passes"] > target, timeout)
+
+    # -- internals ---------------------------------------------------------------------------------------
+    def _count(self, key: str, n: int = 1) -> None:
+        if n:
+            with self._state:
+                self._stats[key] += n
+
+    def _guard(self, duty: str, fn, *args: Any) -> Any:
+        """Run one duty; a failure is logged (once per outage) and counted, never raised."""
+        try:
+            out = fn(*args)
+        except OperationWithdrawn:
+            return None
+        except Exception as exc:  # noqa: BLE001 - the service outlives database outages
+            with self._state:
+                self._stats["errors"] += 1
+                self._errors[duty] = self._errors.get(duty, 0) + 1
+            now = time.monotonic()
+            last = self._failing.get(duty)
+            if last is None or now - last >= _REPEAT_WARNING:
+                log.warning("maintenance duty %r failed (retried at its next cadence): %s", duty, exc)
+                self._failing[duty] = now
+            return None
+        if self._failing.pop(duty, None) is not None:
+            log.info("maintenance duty %r recovered", duty)
+        return out
+
+    def _run(self, stop: threading.Event) -> None:
+        start = time.monotonic()
+        cfg = self._config
+        due = {"heartbeat": start, "elect": start, "schedules": start,
+               "expire": start + cfg.expire_interval, "delete": start + cfg.delete_interval,
+               "reap": start + cfg.reap_interval}
+        while not stop.is_set():
+            self._kick.clear()
+            cfg = self._config
+            now = time.monotonic()
+            if self._sync_due:
+                self._sync_due = False
+                self._guard("sync", self.sync_schedules)
+                due["heartbeat"] = now  # a new worker: register it at once
+            if now >= due["heartbeat"]:
+                self._guard("heartbeat", self.heartbeat, stop)
+                due["heartbeat"] = now + cfg.heartbeat_interval
+            if cfg.sweeps and now >= due["elect"]:
+                self._guard("elect", self.elect, stop)
+                due["elect"] = now + cfg.leader_ttl_ms / 3000
+            if cfg.schedules and now >= due["schedules"]:
+                self._guard("schedules", self.fire_schedules, stop)
+                due["schedules"] = time.monotonic() + cfg.schedule_interval
+            leading = cfg.sweeps and self.is_leader()
+            for duty, interval, fn in (("expire", cfg.expire_interval, self._sweep_expire),
+                                       ("delete", cfg.delete_interval, self._sweep_delete),
+                                       ("reap", cfg.reap_interval, self._sweep_reap)):
+                if stop.is_set() or now < due[duty]:
+                    continue
+                backlog = self._guard(duty, fn, stop) if leading else False
+                due[duty] = time.monotonic() + (BACKLOG_INTERVAL if backlog else interval)
+            with self._pass_cond:
+                with self._state:
+                    self._stats["passes"] += 1
+                self._pass_cond.notify_all()
+            wait = min(due.values()) - time.monotonic()
+            if wait > 0:
+                self._kick.wait(min(wait, 1.0))
+
+    def _sweep_expire(self, stop: threading.Event) -> bool:
+        cfg = self._config
+        return self.expire_queued(cancel=stop) >= cfg.batch_size * cfg.max_batches
+
+    def _sweep_delete(self, stop: threading.Event) -> bool:
+        cfg = self._config
+        return self.delete_settled(cancel=stop) >= cfg.batch_size * cfg.max_batches
+
+    def _sweep_reap(self, stop: threading.Event) -> bool:
+        return self.reap_workers(stop)[1] >= self._config.batch_size

@@ -22,7 +22,9 @@ from .errors import (
 from .jobs import Jobs, Transaction
 
 if TYPE_CHECKING:
+    from .maintenance import Maintainer
     from .queues import Queues
+    from .schedules import Schedules
     from .worker import Worker
 
 DEFAULT_URL = "sqlite:///tenure.db"
@@ -92,6 +94,19 @@ class Store:
 
             self._queues = Queues(self)
         return self._queues
+
+    @property
+    def schedules(self) -> Schedules:
+        """Cron schedules: ``add`` / ``remove`` / ``get`` / ``list`` (see :mod:`tenure.schedules`)."""
+        from .schedules import Schedules
+
+        return Schedules(self)
+
+    @property
+    def maintenance(self) -> Maintainer:
+        """The maintenance service shared by this store's workers; ``run_once()`` runs one pass by
+        hand (``tenure maintain --once``). See :mod:`tenure.maintenance`."""
+        return self._maintenance()
 
     # -- clock & randomness --------------------------------------------------------------------
     def _now(self) -> int | None:

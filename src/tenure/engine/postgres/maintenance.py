@@ -1,7 +1,229 @@
-"""PostgreSQL queries for schedules, leadership, the worker registry and maintenance sweeps."""
+"""PostgreSQL queries for schedules, leadership, the worker registry and maintenance sweeps.
+
+The same statement names as ``engine/sqlite/maintenance.py``; the semantics live above the engine
+boundary in :mod:`tenure.schedules` and :mod:`tenure.maintenance`. ``%(now)s`` is an int or NULL
+(the database's clock, read once per statement through the ``clock`` CTE). Sweeps lock their
+victims ``FOR UPDATE SKIP LOCKED``: they never wait on a claimer, a settlement or another sweeper,
+and a row that changes under them is re-checked or skipped, never acted on from a stale read.
+"""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .queries import CLOCK, NOW
+
+SCHEDULE_COLS = ("name, key, cron, tz, kind, payload, queue, options, catch_up, last_fire_at, "
+                 "next_fire_at, created_at, updated_at")
+WORKER_COLS = "id, host, pid, queues, kinds, concurrency, started_at, heartbeat_at, in_flight, stats"
+SETTLED = "('done', 'dead', 'cancelled')"
+
+# -- schedules ------------------------------------------------------------------------------------
+
+_S = "tenure_schedules"
+SCHEDULE_UPSERT = f"""
+INSERT INTO tenure_schedules (name, key, cron, tz, kind, payload, queue, options, catch_up,
+  last_fire_at, next_fire_at, created_at, updated_at)
+VALUES (%(name)s::text, %(key)s::text, %(cron)s::text, %(tz)s::text, %(kind)s::text, %(payload)s::text,
+  %(queue)s::text, %(options)s::text, %(catch_up)s::text, NULL, %(next_fire_at)s::bigint,
+  %(now)s::bigint, %(now)s::bigint)
+ON CONFLICT (name, key) DO UPDATE SET
+  next_fire_at = CASE WHEN {_S}.cron = excluded.cron AND {_S}.tz = excluded.tz
+                      THEN {_S}.next_fire_at ELSE excluded.next_fire_at END,
+  cron = excluded.cron, tz = excluded.tz, kind = excluded.kind, payload = excluded.payload,
+  queue = excluded.queue, options = excluded.options, catch_up = excluded.catch_up,
+  updated_at = excluded.updated_at
+WHERE NOT ({_S}.cron = excluded.cron AND {_S}.tz = excluded.tz AND {_S}.kind = excluded.kind
+  AND {_S}.payload IS NOT DISTINCT FROM excluded.payload AND {_S}.queue IS NOT DISTINCT FROM excluded.queue
+  AND {_S}.options IS NOT DISTINCT FROM excluded.options AND {_S}.catch_up = excluded.catch_up)
+RETURNING {SCHEDULE_COLS}
+"""
+SCHEDULE_GET = f"""
+SELECT {SCHEDULE_COLS} FROM tenure_schedules WHERE name = %(name)s::text AND key = %(key)s::text
+"""
+SCHEDULE_LIST = f"SELECT {SCHEDULE_COLS} FROM tenure_schedules ORDER BY name, key"
+SCHEDULE_LIST_NAMED = f"""
+SELECT {SCHEDULE_COLS} FROM tenure_schedules WHERE name = %(name)s::text ORDER BY name, key
+"""
+SCHEDULE_DELETE = "DELETE FROM tenure_schedules WHERE name = %(name)s::text AND key = %(key)s::text"
+SCHEDULE_DUE = f"""
+SELECT {SCHEDULE_COLS} FROM tenure_schedules
+WHERE next_fire_at <= %(now)s::bigint ORDER BY next_fire_at, name, key LIMIT %(limit)s::int
+"""
+# The compare-and-set that makes a fire happen once. Under READ COMMITTED a racing caller waits
+# for the winner's row lock, re-reads the row, no longer matches, and updates nothing.
+SCHEDULE_ADVANCE = """
+UPDATE tenure_schedules SET last_fire_at = %(last_fire_at)s::bigint, next_fire_at = %(next_fire_at)s::bigint,
+  updated_at = %(now)s::bigint
+WHERE name = %(name)s::text AND key = %(key)s::text AND next_fire_at = %(expected)s::bigint
+  AND cron = %(cron)s::text AND tz = %(tz)s::text
+"""
+
+# -- leadership -----------------------------------------------------------------------------------
+
+LEADER_ACQUIRE = f"""
+WITH {CLOCK}
+INSERT INTO tenure_leader (name, owner, expires_at)
+SELECT %(name)s::text, %(owner)s::text, c.ms + %(ttl_ms)s::bigint FROM clock c
+ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+WHERE tenure_leader.expires_at <= {NOW} OR tenure_leader.owner = excluded.owner
+RETURNING owner, expires_at
+"""
+LEADER_RELEASE = "DELETE FROM tenure_leader WHERE name = %(name)s::text AND owner = %(owner)s::text"
+LEADER_GET = "SELECT owner, expires_at FROM tenure_leader WHERE name = %(name)s::text"
+
+# -- worker registry ------------------------------------------------------------------------------
+
+WORKER_HEARTBEAT = f"""
+WITH {CLOCK}
+INSERT INTO tenure_workers ({WORKER_COLS})
+SELECT t.id, t.host, t.pid, t.queues, t.kinds, t.concurrency, coalesce(t.started_at, c.ms), c.ms,
+  t.in_flight, t.stats
+FROM clock c, jsonb_to_recordset(%(rows)s::jsonb) AS t(id text, host text, pid int, queues text,
+  kinds text, concurrency int, started_at bigint, in_flight int, stats text)
+ORDER BY t.id
+ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+  kinds = excluded.kinds, concurrency = excluded.concurrency, heartbeat_at = excluded.heartbeat_at,
+  in_flight = excluded.in_flight, stats = excluded.stats
+"""
+WORKER_REMOVE = "DELETE FROM tenure_workers WHERE id = ANY(%(ids)s::text[])"
+WORKER_LIST = f"SELECT {WORKER_COLS} FROM tenure_workers ORDER BY id"
+# A dead worker's live leases end now: the fence refuses the vanished attempt and the next claim
+# recovers the job (JOBS-FORMAT §5), instead of waiting out a long lease.
+WORKER_REAP = f"""
+WITH {CLOCK},
+dead AS (
+  SELECT id FROM tenure_workers
+  WHERE heartbeat_at < %(dead_before)s::bigint AND id <> ALL(%(keep)s::text[])
+  ORDER BY heartbeat_at LIMIT %(limit)s::int
+  FOR UPDATE SKIP LOCKED),
+released AS (
+  UPDATE tenure_jobs j SET lease_until = {NOW}, updated_at = {NOW}
+  WHERE j.state = 'leased' AND j.lease_until > {NOW} AND j.lease_owner IN (SELECT id FROM dead)
+  RETURNING 1),
+removed AS (DELETE FROM tenure_workers w USING dead d WHERE w.id = d.id RETURNING 1)
+SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM removed)
+"""
+
+# -- sweeps ---------------------------------------------------------------------------------------
+
+EXPIRE_QUEUED = f"""
+WITH {CLOCK},
+doomed AS (
+  SELECT id FROM tenure_jobs
+  WHERE keep_until IS NOT NULL AND state IN ('pending', 'failed') AND keep_until <= {NOW}
+  ORDER BY keep_until LIMIT %(limit)s::int
+  FOR UPDATE SKIP LOCKED),
+expired AS (
+  UPDATE tenure_jobs j SET state = 'dead', last_error = %(error)s::text, lease_until = NULL,
+    lease_owner = NULL, lease_token = NULL, updated_at = {NOW}
+  FROM doomed d WHERE j.id = d.id AND j.state IN ('pending', 'failed')
+  RETURNING 1)
+SELECT count(*) FROM expired
+"""
+# Settled jobs past their horizon: those with a delete_after of their own through the delete_at
+# expression index, the rest through the settled index against the default horizon.
+_DUE_CUSTOM = f"""
+  SELECT id FROM tenure_jobs
+  WHERE state IN {SETTLED} AND delete_after_ms IS NOT NULL AND updated_at + delete_after_ms <= {NOW}
+  ORDER BY updated_at + delete_after_ms LIMIT %(limit)s::int
+  FOR UPDATE SKIP LOCKED"""
+_DUE_DEFAULT = f"""
+  SELECT id FROM tenure_jobs
+  WHERE state IN {SETTLED} AND delete_after_ms IS NULL
+    AND updated_at <= {NOW} - %(default_after_ms)s::bigint
+  ORDER BY updated_at LIMIT %(limit)s::int
+  FOR UPDATE SKIP LOCKED"""
+_DELETE = """
+checkpoints AS (DELETE FROM tenure_checkpoints WHERE run_id IN (SELECT id FROM doomed)),
+jobs AS (DELETE FROM tenure_jobs j USING doomed d WHERE j.id = d.id RETURNING 1)
+SELECT count(*) FROM jobs
+"""
+DELETE_SETTLED_CUSTOM = f"WITH {CLOCK},\ndoomed AS ({_DUE_CUSTOM}),{_DELETE}"
+DELETE_SETTLED_DEFAULT = f"WITH {CLOCK},\ndoomed AS ({_DUE_DEFAULT}),{_DELETE}"
 
 
 class PostgresMaintenanceMixin:
     """Schedule, leader and maintenance methods of the PostgreSQL session (see tenure.maintenance)."""
+
+    _conn: Any
+
+    def _one(self, sql: str, params: dict[str, Any]) -> Any:
+        return self._conn.execute(sql, params).fetchone()
+
+    # -- schedules ------------------------------------------------------------------------------
+    def schedule_upsert(self, row: dict[str, Any], now: int | None) -> tuple | None:
+        """Insert or change one schedule; answers the row, or None when nothing changed."""
+        if now is None:
+            now = self.now_ms()  # type: ignore[attr-defined]
+        return self._one(SCHEDULE_UPSERT, {**row, "now": now})
+
+    def schedule_get(self, name: str, key: str) -> tuple | None:
+        return self._one(SCHEDULE_GET, {"name": name, "key": key})
+
+    def schedule_list(self, name: str | None) -> list[tuple]:
+        if name is None:
+            return self._conn.execute(SCHEDULE_LIST).fetchall()
+        return self._conn.execute(SCHEDULE_LIST_NAMED, {"name": name}).fetchall()
+
+    def schedule_delete(self, name: str, key: str) -> bool:
+        return self._conn.execute(SCHEDULE_DELETE, {"name": name, "key": key}).rowcount == 1
+
+    def schedule_due(self, now: int, limit: int) -> list[tuple]:
+        return self._conn.execute(SCHEDULE_DUE, {"now": now, "limit": limit}).fetchall()
+
+    def schedule_advance(self, *, name: str, key: str, cron: str, tz: str, expected: int,
+                         last_fire_at: int | None, next_fire_at: int | None, now: int) -> bool:
+        """Compare-and-set: move the schedule from ``expected`` on; False when another caller did."""
+        return self._conn.execute(SCHEDULE_ADVANCE, {
+            "name": name, "key": key, "cron": cron, "tz": tz, "expected": expected,
+            "last_fire_at": last_fire_at, "next_fire_at": next_fire_at, "now": now}).rowcount == 1
+
+    # -- leadership -----------------------------------------------------------------------------
+    def leader_acquire(self, name: str, owner: str, ttl_ms: int, now: int | None) -> int | None:
+        """Take or renew the lease on role ``name``; answers its expiry, or None when another
+        owner holds an unexpired lease."""
+        row = self._one(LEADER_ACQUIRE, {"name": name, "owner": owner, "ttl_ms": ttl_ms, "now": now})
+        return None if row is None else row[1]
+
+    def leader_release(self, name: str, owner: str) -> bool:
+        return self._conn.execute(LEADER_RELEASE, {"name": name, "owner": owner}).rowcount == 1
+
+    def leader_get(self, name: str) -> tuple | None:
+        return self._one(LEADER_GET, {"name": name})
+
+    # -- worker registry ------------------------------------------------------------------------
+    def worker_heartbeat(self, rows: Sequence[dict[str, Any]], now: int | None) -> None:
+        if rows:
+            self._conn.execute(WORKER_HEARTBEAT, {"rows": json.dumps(list(rows)), "now": now})
+
+    def worker_remove(self, ids: Sequence[str]) -> int:
+        return self._conn.execute(WORKER_REMOVE, {"ids": list(ids)}).rowcount
+
+    def worker_list(self) -> list[tuple]:
+        return self._conn.execute(WORKER_LIST).fetchall()
+
+    def worker_reap(self, dead_before: int, keep: Sequence[str], now: int | None,
+                    limit: int) -> tuple[int, int]:
+        """End the live leases of up to ``limit`` workers silent since ``dead_before`` (except
+        ``keep``) and delete their rows, in one statement; answers ``(leases, workers)``."""
+        row = self._one(WORKER_REAP, {"dead_before": dead_before, "keep": list(keep), "now": now,
+                                      "limit": limit})
+        return int(row[0]), int(row[1])
+
+    # -- sweeps ---------------------------------------------------------------------------------
+    def job_expire_queued(self, now: int | None, error: str, limit: int) -> int:
+        """Queued (pending/failed) jobs with ``keep_until <= now`` -> dead with ``error``."""
+        return int(self._one(EXPIRE_QUEUED, {"now": now, "error": error, "limit": limit})[0])
+
+    def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int) -> int:
+        """Delete up to ``limit`` settled jobs past their deletion horizon (``updated_at +
+        delete_after_ms``, else ``+ default_after_ms``; None: only jobs with their own), with their
+        checkpoints; answers how many. Each statement is its own short transaction."""
+        n = int(self._one(DELETE_SETTLED_CUSTOM, {"now": now, "limit": limit})[0])
+        if default_after_ms is not None and n < limit:
+            n += int(self._one(DELETE_SETTLED_DEFAULT, {"now": now, "limit": limit - n,
+                                                        "default_after_ms": default_after_ms})[0])
+        return n

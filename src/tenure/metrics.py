@@ -70,6 +70,10 @@ class StoreCollector(Collector):
         self.store = store
         self.insights = insights or Insights(store)
 
+    def describe(self) -> Iterable[Any]:
+        """Nothing: registering this collector must not read the store (collect() does, per scrape)."""
+        return []
+
     def collect(self) -> Iterable[Any]:
         up = GaugeMetricFamily("tenure_store_up", "1 when the last scrape could read the store, else 0.")
         try:
@@ -98,6 +102,9 @@ class WorkerCollector(Collector):
 
     def __init__(self, workers: Callable[[], Iterable[Worker]]) -> None:
         self.workers = workers
+
+    def describe(self) -> Iterable[Any]:
+        return []
 
     def collect(self) -> Iterable[Any]:
         totals = dict.fromkeys(WORKER_COUNTERS, 0)

@@ -1,0 +1,105 @@
+"""``tenure worker APP --metrics-port`` as a real process on both engines: it works the jobs, serves
+Prometheus metrics (worker counters, the duration histogram, queue depth) and stops cleanly on
+SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import textwrap
+import time
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import tenure
+
+APP = textwrap.dedent("""
+    import tenure
+
+    app = tenure.App()
+
+    @app.task(name="cli.double")
+    def double(n):
+        return n * 2
+
+    @app.task(name="cli.boom", max_attempts=1)
+    def boom():
+        raise RuntimeError("always")
+""")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _scrape(port: int) -> dict:
+    try:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+    except httpx.HTTPError:
+        return {}
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def test_worker_serves_metrics_and_stops_on_sigterm(cli, cli_url, tmp_path):
+    (tmp_path / "opsapp.py").write_text(APP)
+    store = tenure.connect(cli_url)
+    try:
+        store.jobs.enqueue_many([{"kind": "cli.double", "payload": {"args": [i], "kwargs": {}}} for i in range(6)]
+                                + [{"kind": "cli.boom", "payload": {"args": [], "kwargs": {}}, "max_attempts": 1}])
+    finally:
+        store.close()
+    port = _free_port()
+    proc = subprocess.Popen([cli.bin, "worker", "opsapp:app", "--url", cli_url, "--concurrency", "2",
+                             "--metrics-port", str(port)], cwd=tmp_path, env=cli.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 45
+        s: dict = {}
+        while time.monotonic() < deadline:
+            s = _scrape(port)
+            if s.get(("tenure_worker_completions_total", ())) == 6 and \
+                    s.get(("tenure_worker_failures_total", ())) == 1:
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        assert s.get(("tenure_worker_completions_total", ())) == 6, s
+        count = "tenure_job_duration_seconds_count"
+        assert s[(count, (("kind", "cli.double"), ("outcome", "ok")))] == 6
+        assert s[(count, (("kind", "cli.boom"), ("outcome", "error")))] == 1
+        assert s[("tenure_worker_claims_total", ())] == 7
+        # The store gauges are cached briefly; they converge to the settled counts.
+        deadline = time.monotonic() + 10
+        while s.get(("tenure_jobs", (("queue", "default"), ("state", "done")))) != 6:
+            assert time.monotonic() < deadline, s
+            time.sleep(0.2)
+            s = _scrape(port)
+        assert s[("tenure_jobs", (("queue", "default"), ("state", "dead")))] == 1
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    store = tenure.connect(cli_url)
+    try:
+        assert store.jobs.counts()["done"] == 6
+        done = store.jobs.page(state="done", limit=10).items
+        assert sorted(j.result for j in done) == [0, 2, 4, 6, 8, 10]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
+def test_worker_rejects_a_bad_app_in_one_line(cli):
+    res = cli("worker", "no_such_module:app", expect=2)
+    assert "cannot import 'no_such_module'" in res.err and len(res.err.strip().splitlines()) == 1
+    res = cli("worker", "justamodule", expect=2)
+    assert "module:attribute" in res.err

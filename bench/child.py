@@ -1,0 +1,128 @@
+"""What runs in the bench's second processes.
+
+* ``python -m bench.child enqueue URL KIND N GAP_MS``: the cross-process enqueuer of the latency
+  scenario. Each payload carries ``time.time_ns()`` taken just before ``enqueue`` (the same machine
+  clock the worker's handler reads). Prints the enqueued ids as JSON.
+* ``python -m bench.child rss URL N CONCURRENCY``: a fresh interpreter that imports only tenure,
+  runs one worker over ``N`` queued no-op jobs and reports its resident memory from
+  ``/proc/self/status`` (VmRSS, and VmHWM: the peak). Prints JSON.
+* :func:`drain_process`: one of the worker processes that drain a PostgreSQL queue together
+  (started by ``multiprocessing`` with the spawn method).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+
+def proc_status_mb() -> dict[str, float]:
+    """VmRSS and VmHWM of this process in MB (Linux; empty elsewhere)."""
+    out: dict[str, float] = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key = line.split(":", 1)[0]
+                if key in ("VmRSS", "VmHWM"):
+                    out[key] = round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return out
+
+
+class Recorder:
+    """A no-op handler that remembers which job ids it ran (to prove exactly-once) and sets
+    ``done`` once it has run ``expected`` jobs. ``list.append`` is atomic under the GIL."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.ids: list[str] = []
+        self.done = threading.Event()
+
+    def __call__(self, payload: Any, ctx: Any) -> None:
+        ids = self.ids
+        ids.append(ctx.job.id)
+        if len(ids) >= self.expected:
+            self.done.set()
+
+
+def wait_completions(worker: Any, n: int, timeout: float, poll: float = 0.0005) -> bool:
+    """Block until the worker has SETTLED ``n`` completions (committed), or ``timeout``."""
+    deadline = time.perf_counter() + timeout
+    while worker.stats()["completions"] < n:
+        if time.perf_counter() > deadline:
+            return False
+        time.sleep(poll)
+    return True
+
+
+def enqueue_main(url: str, kind: str, n: int, gap_ms: float) -> None:
+    import tenure
+
+    with tenure.connect(url) as store:
+        jobs = store.jobs
+        ids = []
+        for _ in range(n):
+            ids.append(jobs.enqueue(kind, {"t": time.time_ns()}))
+            time.sleep(gap_ms / 1000)
+    print(json.dumps({"ids": ids}))
+
+
+def rss_main(url: str, n: int, concurrency: int) -> None:
+    import tenure
+
+    store = tenure.connect(url)
+    store.jobs  # noqa: B018 - open the store
+    before = proc_status_mb()
+    rec = Recorder(n)
+    worker = store.jobs.create_worker({"noop": rec}, concurrency=concurrency)
+    worker.start()
+    started = proc_status_mb()
+    threads = threading.active_count()
+    ok = rec.done.wait(max(60.0, n / 100)) and wait_completions(worker, n, 60.0)
+    after = proc_status_mb()
+    worker.stop()
+    store.close()
+    print(json.dumps({"ok": ok, "threads_while_running": threads, "before_worker": before,
+                      "worker_started": started, "after_drain": after, "ids": rec.ids}))
+
+
+def drain_process(url: str, concurrency: int, index: int, ready: Any, go: Any, stop: Any,
+                  progress: Any, results: Any) -> None:
+    """One worker process of the multi-process drain: open, report ready, start on ``go``,
+    publish its settled-completion count in ``progress[index]`` until ``stop``, send its ids."""
+    import tenure
+
+    store = tenure.connect(url)
+    store.jobs  # noqa: B018 - connect and migrate before the clock starts
+    rec = Recorder(1 << 62)
+    worker = store.jobs.create_worker({"noop": rec}, concurrency=concurrency)
+    ready.put(index)
+    go.wait()
+    worker.start()
+    while not stop.is_set():
+        progress[index] = worker.stats()["completions"]
+        time.sleep(0.0005)
+    worker.stop()
+    progress[index] = worker.stats()["completions"]
+    results.put((index, rec.ids, proc_status_mb()))
+    store.close()
+
+
+def main(argv: list[str]) -> None:
+    cmd, *args = argv
+    if cmd == "enqueue":
+        url, kind, n, gap = args
+        enqueue_main(url, kind, int(n), float(gap))
+    elif cmd == "rss":
+        url, n, conc = args
+        rss_main(url, int(n), int(conc))
+    else:
+        raise SystemExit(f"unknown child command {cmd!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

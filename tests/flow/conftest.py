@@ -41,3 +41,19 @@ def start_runner():
     yield make
     for runner in started:
         runner.stop(grace=2)
+
+
+@pytest.fixture
+def sqlite_store(tmp_path, clock, rand):
+    """A SQLite store with the injected clock, for tests of the runner's own logic (scheduling,
+    outputs, payload checks, stop timing) that involve nothing engine-specific beyond what the
+    both-engine tests already cover. Keeps tests/flow well under a minute."""
+    import tenure
+
+    store = tenure.connect(f"sqlite:///{tmp_path}/flow.db", clock=clock, random=rand)
+    store.jobs  # noqa: B018 - open now
+    yield store
+    try:
+        store.close(grace=1)
+    except Exception:  # noqa: BLE001
+        pass

@@ -112,16 +112,16 @@ def timed_stop(runner: Runner, *args) -> tuple[float, object]:
     return time.monotonic() - t0, result
 
 
-def test_7_9_stop_uses_the_runners_stop_grace_and_an_explicit_grace_wins(any_store, gates):
+def test_7_9_stop_uses_the_runners_stop_grace_and_an_explicit_grace_wins(sqlite_store, gates):
     gate, started = gates(), Recorder()
     flow = hostile_flow(gate, started)
     cases = [(0.3, (), 0.3), (5.0, (0.3,), 0.3), (0.3, (0.9,), 0.9)]
     runners = []
     try:
         for i, (declared, args, expected) in enumerate(cases):
-            runner = Runner(any_store, [flow], stop_grace=declared, poll_interval=0.05).start()
+            runner = Runner(sqlite_store, [flow], stop_grace=declared, poll_interval=0.05).start()
             runners.append(runner)
-            any_store.jobs.enqueue("hostile", None, id=f"h{i}")
+            sqlite_store.jobs.enqueue("hostile", None, id=f"h{i}")
             wait_for(lambda i=i: f"h{i}" in started.snapshot(), what=f"hostile task {i}")
             took, result = timed_stop(runner, *args)
             assert result.drained is False and result.in_flight == 1
@@ -131,7 +131,7 @@ def test_7_9_stop_uses_the_runners_stop_grace_and_an_explicit_grace_wins(any_sto
     # the detached attempts write nothing when they finally return (6.26)
     time.sleep(0.2)
     for i in range(len(cases)):
-        job = any_store.jobs.get(f"h{i}")
+        job = sqlite_store.jobs.get(f"h{i}")
         assert job.state == "leased" and job.result is None
 
 
@@ -165,17 +165,17 @@ def test_7_8_the_runner_forwards_the_worker_options(any_store, clock, rand, star
     assert sorted(e["outcome"] for e in outcomes.snapshot()) == ["completed", "completed", "failed"]
 
 
-def test_runner_handlers_merge_into_any_worker(any_store):
+def test_runner_handlers_merge_into_any_worker(sqlite_store):
     flow = Flow("merged")
     flow.registry.add("x", lambda ctx: "x", version=1)
     flow.node("x")
-    runner = Runner(any_store, [flow])
-    worker = any_store.jobs.create_worker({**runner.handlers(), "plain": lambda payload, ctx: "plain"},
+    runner = Runner(sqlite_store, [flow])
+    worker = sqlite_store.jobs.create_worker({**runner.handlers(), "plain": lambda payload, ctx: "plain"},
                                           poll_interval=0.05).start()
     try:
-        a = any_store.jobs.enqueue("merged", None)
-        b = any_store.jobs.enqueue("plain", None)
-        assert wait_state(any_store, a, "done").result == {"x": "x"}
-        assert wait_state(any_store, b, "done").result == "plain"
+        a = sqlite_store.jobs.enqueue("merged", None)
+        b = sqlite_store.jobs.enqueue("plain", None)
+        assert wait_state(sqlite_store, a, "done").result == {"x": "x"}
+        assert wait_state(sqlite_store, b, "done").result == "plain"
     finally:
         worker.stop()

@@ -128,12 +128,12 @@ def test_7_12_a_moved_task_version_is_refused_though_the_document_is_byte_equal(
     assert calls.snapshot() == []
 
 
-def test_7_12_two_moved_versions_are_each_named(any_store, clock, start_runner):
+def test_7_12_two_moved_versions_are_each_named(sqlite_store, clock, start_runner):
     calls, outcomes = Recorder(), Recorder()
-    job_id = earlier_attempt(any_store, clock, PAYLOAD, identity(run_input=INPUT))
-    start_runner(any_store, [Flow.from_document(DOC)], registry=tasks(calls, {"draft": 2, "publish": 5}),
+    job_id = earlier_attempt(sqlite_store, clock, PAYLOAD, identity(run_input=INPUT))
+    start_runner(sqlite_store, [Flow.from_document(DOC)], registry=tasks(calls, {"draft": 2, "publish": 5}),
                  on_outcome=outcomes)
-    job = refused(any_store, job_id, outcomes)
+    job = refused(sqlite_store, job_id, outcomes)
     assert "'draft' moved from version 1 to 2" in job.last_error
     assert "'publish' moved from version 1 to 5" in job.last_error and "'edit'" not in job.last_error
 
@@ -179,11 +179,11 @@ def test_7_14_a_legacy_run_with_values_is_refused_saying_why(any_store, clock, s
     assert rows(any_store, job_id) == [(RUN_NODE, legacy, 1), ("draft", "draft of fences", 1)]  # not upgraded
 
 
-def test_values_with_no_identity_record_at_all_are_never_read_as_equal(any_store, clock, start_runner):
+def test_values_with_no_identity_record_at_all_are_never_read_as_equal(sqlite_store, clock, start_runner):
     calls, outcomes = Recorder(), Recorder()
-    job_id = earlier_attempt(any_store, clock, PAYLOAD, None, [("draft", "something")])
-    start_runner(any_store, [Flow.from_document(DOC)], registry=tasks(calls), on_outcome=outcomes)
-    job = refused(any_store, job_id, outcomes)
+    job_id = earlier_attempt(sqlite_store, clock, PAYLOAD, None, [("draft", "something")])
+    start_runner(sqlite_store, [Flow.from_document(DOC)], registry=tasks(calls), on_outcome=outcomes)
+    job = refused(sqlite_store, job_id, outcomes)
     assert "cannot be confirmed" in job.last_error and calls.snapshot() == []
 
 

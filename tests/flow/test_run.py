@@ -62,7 +62,7 @@ def test_7_2_7_4_a_run_is_a_job_and_its_output_is_the_result(any_store, start_ru
     assert [e["outcome"] for e in outcomes.snapshot()] == ["completed"]
 
 
-def test_7_2_output_may_be_a_map_of_nodes_or_of_every_sink(any_store, start_runner):
+def test_7_2_output_may_be_a_map_of_nodes_or_of_every_sink(sqlite_store, start_runner):
     both = Flow("two-out", output=["a", "b"])
     sinks = Flow("sinks")
     for f in (both, sinks):
@@ -72,11 +72,11 @@ def test_7_2_output_may_be_a_map_of_nodes_or_of_every_sink(any_store, start_runn
         f.node("a")
         f.node("b", needs=["a"])
         f.node("c", needs=["a"])
-    start_runner(any_store, [both, sinks])
-    j1 = any_store.jobs.enqueue("two-out", {"input": None})
-    j2 = any_store.jobs.enqueue("sinks", None)  # no payload: the input is None
-    assert wait_state(any_store, j1, "done").result == {"a": 1, "b": 2}
-    assert wait_state(any_store, j2, "done").result == {"b": 2, "c": 3}
+    start_runner(sqlite_store, [both, sinks])
+    j1 = sqlite_store.jobs.enqueue("two-out", {"input": None})
+    j2 = sqlite_store.jobs.enqueue("sinks", None)  # no payload: the input is None
+    assert wait_state(sqlite_store, j1, "done").result == {"a": 1, "b": 2}
+    assert wait_state(sqlite_store, j2, "done").result == {"b": 2, "c": 3}
 
 
 def gated_flow(name: str, gate: threading.Event, started: Recorder, calls: Recorder) -> Flow:
@@ -219,7 +219,7 @@ def test_a_failing_task_fails_the_attempt_and_the_retry_reruns_only_what_is_miss
     assert (calls.count("a"), calls.count("b"), calls.count("c")) == (1, 2, 1)
 
 
-def test_independent_nodes_run_concurrently_bounded_by_max_parallel(any_store, start_runner):
+def test_independent_nodes_run_concurrently_bounded_by_max_parallel(sqlite_store, start_runner):
     active, peak, lock = [0], [0], threading.Lock()
     pair = threading.Barrier(2, timeout=5)  # passes only if two sync tasks run at once
     flow = Flow("wide", max_parallel=2)
@@ -236,13 +236,13 @@ def test_independent_nodes_run_concurrently_bounded_by_max_parallel(any_store, s
     for i in range(4):
         flow.registry.add(f"s{i}", work, version=1)
         flow.node(f"s{i}")
-    start_runner(any_store, [flow])
-    job = wait_state(any_store, any_store.jobs.enqueue("wide", None), "done", "failed")
+    start_runner(sqlite_store, [flow])
+    job = wait_state(sqlite_store, sqlite_store.jobs.enqueue("wide", None), "done", "failed")
     assert job.state == "done", job.last_error
     assert peak[0] == 2 and job.result == {f"s{i}": f"s{i}" for i in range(4)}
 
 
-def test_async_tasks_share_the_runs_loop_and_sync_tasks_run_beside_them(any_store, start_runner):
+def test_async_tasks_share_the_runs_loop_and_sync_tasks_run_beside_them(sqlite_store, start_runner):
     flow = Flow("mixed", max_parallel=3)
     seen: dict[str, bool] = {}
     sync_started = threading.Event()
@@ -272,41 +272,41 @@ def test_async_tasks_share_the_runs_loop_and_sync_tasks_run_beside_them(any_stor
     flow.registry.add("blocking", blocking, version=1)
     for n in ("ping", "pong", "blocking"):
         flow.node(n)
-    start_runner(any_store, [flow])
-    job = wait_state(any_store, any_store.jobs.enqueue("mixed", None), "done", "failed")
+    start_runner(sqlite_store, [flow])
+    job = wait_state(sqlite_store, sqlite_store.jobs.enqueue("mixed", None), "done", "failed")
     assert job.state == "done", job.last_error
     assert job.result["ping"] == "ping" and job.result["pong"] == "pong"
     assert job.result["blocking"].startswith("tenure-flow-mixed")  # the run's own thread pool
 
 
-def test_7_6_every_task_can_read_the_job_id(any_store, start_runner):
+def test_7_6_every_task_can_read_the_job_id(sqlite_store, start_runner):
     flow = Flow("ids")
     flow.registry.add("who", lambda ctx: [ctx.job_id, ctx.run_id, ctx.idempotency_key, ctx.job.id,
                                           ctx.generation, ctx.attempt], version=1)
     flow.node("who")
-    start_runner(any_store, [flow])
-    job_id = any_store.jobs.enqueue("ids", None, id="order-42")
-    assert wait_state(any_store, job_id, "done").result == {
+    start_runner(sqlite_store, [flow])
+    job_id = sqlite_store.jobs.enqueue("ids", None, id="order-42")
+    assert wait_state(sqlite_store, job_id, "done").result == {
         "who": ["order-42", "order-42", "order-42:who", "order-42", 1, 1]}
 
 
-def test_a_value_that_cannot_be_stored_fails_its_node(any_store, start_runner):
+def test_a_value_that_cannot_be_stored_fails_its_node(sqlite_store, start_runner):
     flow = Flow("bad-value")
     flow.registry.add("obj", lambda ctx: object(), version=1)
     flow.node("obj")
-    start_runner(any_store, [flow])
-    job = wait_state(any_store, any_store.jobs.enqueue("bad-value", None), "failed")
-    assert "node 'obj'" in job.last_error and rows(any_store, job.id) == [
+    start_runner(sqlite_store, [flow])
+    job = wait_state(sqlite_store, sqlite_store.jobs.enqueue("bad-value", None), "failed")
+    assert "node 'obj'" in job.last_error and rows(sqlite_store, job.id) == [
         (RUN_NODE, RunIdentity.of(flow, None, {"obj": 1}).record(), 1)]
 
 
-def test_a_malformed_payload_makes_the_run_dead_at_once(any_store, start_runner):
+def test_a_malformed_payload_makes_the_run_dead_at_once(sqlite_store, start_runner):
     outcomes = Recorder()
     flow = Flow("strict")
     flow.registry.add("a", lambda ctx: 1, version=1)
     flow.node("a")
-    start_runner(any_store, [flow], on_outcome=outcomes)
-    job = wait_state(any_store, any_store.jobs.enqueue("strict", {"day": 1}), "dead", "failed")
+    start_runner(sqlite_store, [flow], on_outcome=outcomes)
+    job = wait_state(sqlite_store, sqlite_store.jobs.enqueue("strict", {"day": 1}), "dead", "failed")
     assert job.state == "dead" and job.attempts == 1 and "{\"input\": ...}" in job.last_error
     wait_for(lambda: outcomes.snapshot(), what="outcome")
     assert outcomes.snapshot()[0]["outcome"] == "failed"

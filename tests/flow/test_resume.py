@@ -205,3 +205,14 @@ def test_a_refused_run_is_restarted_from_scratch_as_a_new_run(any_store, clock, 
     with pytest.raises(Exception) as e:
         restart(any_store, job_id, new_id=job_id)
     assert e.value.code == "TN1001"
+
+
+def test_a_recorded_value_for_a_node_the_document_does_not_have_is_refused(sqlite_store, clock, start_runner):
+    # Same revision and task versions, but a value for a node this document does not declare:
+    # unknown is never read as equal.
+    calls, outcomes = Recorder(), Recorder()
+    job_id = earlier_attempt(sqlite_store, clock, PAYLOAD, identity(run_input=INPUT), [("ghost", 1)])
+    start_runner(sqlite_store, [Flow.from_document(DOC)], registry=tasks(calls), on_outcome=outcomes)
+    job = refused(sqlite_store, job_id, outcomes)
+    assert "recorded values for 'ghost' belong to no node of this document" in job.last_error
+    assert calls.snapshot() == []

@@ -173,6 +173,42 @@ class App:
 
         return register(fn) if fn is not None else register
 
+    def periodic(self, cron: str, *, tz: str = "UTC", name: str | None = None, catch_up: str = "latest",
+                 **options: Any):
+        """Register a function as a task that ALSO runs on a cron schedule::
+
+            @app.periodic(cron="*/5 * * * *", tz="Europe/Paris", queue="reports")
+            def refresh() -> None: ...
+
+        The expression, zone and ``catch_up`` policy are checked now (:class:`InvalidSchedule`
+        naming the bad field). The schedule, named ``name`` (default: the task's name), is stored
+        when a worker with maintenance on starts over this app's store (or by
+        ``app.store.schedules.sync(app)``) and fires once per boundary across every process. The
+        task is called with no arguments; ``options`` are its enqueue options (``queue``,
+        ``max_attempts``, ``priority``, ``timeout``, ...). See :mod:`tenure.schedules`."""
+        from .cron import parse
+        from .errors import InvalidSchedule
+        from .schedules import CATCH_UP_POLICIES, declare
+
+        parse(cron, tz)
+        if catch_up not in CATCH_UP_POLICIES:
+            raise InvalidSchedule(f"catch_up must be one of {', '.join(CATCH_UP_POLICIES)}, got {catch_up!r}",
+                                  field="catch_up")
+        fixed = sorted({"id", "run_at", "delay", "conn"} & set(options))
+        if fixed:
+            raise InvalidArgument(f"a periodic task cannot take {', '.join(fixed)}: each fire has its own id "
+                                  "and runs at its boundary")
+
+        def register(fn: Callable[..., Any]) -> Task:
+            t = self.task(fn, name=name, **options)
+            self.periodic_tasks.append({
+                "name": t.name, "cron": cron, "tz": tz, "kind": t.name, "queue": options.get("queue"),
+                "options": {k: val for k, val in options.items() if k != "queue"}, "catch_up": catch_up})
+            declare(self)
+            return t
+
+        return register
+
     def handlers(self) -> dict[str, Callable[..., Any]]:
         return {kind: t.handler() for kind, t in self.tasks.items()}
 

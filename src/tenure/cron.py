@@ -117,16 +117,18 @@ class Cron:
                 hi = mid
         return hi
 
-    def _offset_changes_near(self, at: _dt.datetime) -> bool:
-        offsets = {(at + d).astimezone(self.zone).utcoffset() for d in (-_MARGIN, _dt.timedelta(0), _MARGIN)}
-        return len(offsets) > 1
+    def _shift_near(self, at: _dt.datetime) -> _dt.timedelta:
+        """How far the UTC offset moves within :data:`_MARGIN` of ``at`` (zero almost always): a
+        search starting inside a repeated hour must look back that far for its second pass."""
+        offsets = [(at + d).astimezone(self.zone).utcoffset() for d in (-_MARGIN, _dt.timedelta(0), _MARGIN)]
+        return max(offsets) - min(offsets)  # type: ignore[operator]
 
     def next_after(self, after_ms: int) -> int | None:
         """The first fire instant strictly after ``after_ms`` (epoch ms), or None if the
         expression never fires again."""
         after = _to_dt(after_ms)
         wall = after.astimezone(self.zone).replace(tzinfo=None)
-        start = wall - _MARGIN if self._offset_changes_near(after) else wall
+        start = wall - self._shift_near(after)
         it = croniter(self.spec, start)
         best: _dt.datetime | None = None
         while True:

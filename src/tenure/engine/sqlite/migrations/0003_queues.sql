@@ -85,6 +85,11 @@ CREATE TABLE IF NOT EXISTS tenure_workers (
   stats TEXT
 );
 
+-- Jobs written before the registry existed: register their queues now (an all-queues claim
+-- enumerates the registry, so a missing row would strand that queue's live jobs).
+INSERT OR IGNORE INTO tenure_queues (name, created_at, updated_at)
+  SELECT queue, min(created_at), min(created_at) FROM tenure_jobs GROUP BY queue;
+
 -- Every queue a job names exists in the registry (so an all-queues claim can enumerate them),
 -- whoever inserted the job: tenure, or the application's own connection (the outbox).
 CREATE TRIGGER IF NOT EXISTS tenure_jobs_queue_registry AFTER INSERT ON tenure_jobs

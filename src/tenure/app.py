@@ -219,10 +219,18 @@ class App:
 
     def run_worker(self, *, concurrency: int = 1, queues: str | list[str] | None = None,
                    install_signals: bool = True, ready: threading.Event | None = None,
-                   stop_event: threading.Event | None = None, **options: Any) -> int:
-        """Run a worker until SIGINT/SIGTERM (graceful: in-flight jobs get ``stop_grace``); a second
-        signal stops at once. Answers how many jobs it settled."""
-        worker = self.create_worker(concurrency=concurrency, queues=queues, **options)
+                   stop_event: threading.Event | None = None, max_jobs: int | None = None,
+                   **options: Any) -> int:
+        """Run a worker over this app's tasks and block until it should stop; answers how many
+        attempts it settled (completed, failed, lost or cancelled).
+
+        It stops gracefully on the first SIGINT/SIGTERM (installed only when called from the main
+        thread and ``install_signals``), when ``stop_event`` is set, or once ``max_jobs`` jobs have
+        settled (a recycled process): in-flight handlers are cancelled and get ``stop_grace``
+        seconds to wind up. A second signal exits the process at once (status 130); its in-flight
+        jobs are reclaimed after their lease. ``ready`` is set once the worker runs. Other keywords
+        go to :class:`tenure.worker.Worker` (``lease_ms``, ``timeout``, ``stop_grace``, ...)."""
+        worker = self.create_worker(concurrency=concurrency, queues=queues, max_jobs=max_jobs, **options)
         stop = stop_event or threading.Event()
         signals = [0]
 
@@ -232,9 +240,8 @@ class App:
                 log.warning("tenure worker: second signal, stopping now (in-flight jobs are "
                             "reclaimed after their lease)")
                 os._exit(130)
-            if signals[0] == 1:
-                log.info("tenure worker: %s received, stopping gracefully (again to stop now)",
-                         signal.Signals(signum).name)
+            log.info("tenure worker: %s received, stopping gracefully (again to stop now)",
+                     signal.Signals(signum).name)
             stop.set()
 
         previous = {}
@@ -243,18 +250,23 @@ class App:
                 previous[sig] = signal.signal(sig, on_signal)
         try:
             worker.start()
-            log.info("tenure worker started: store=%s queues=%s kinds=%s concurrency=%d owner=%s",
-                     self.store, ",".join(worker.queues or ["*"]), ",".join(worker.kinds), concurrency,
-                     worker.owner)
-            if ready is not None:
-                ready.set()
-            while not stop.wait(0.2):
-                pass
-            result = worker.stop()
+            try:
+                log.info("tenure worker started: store=%s queues=%s kinds=%s concurrency=%d owner=%s%s",
+                         self.store, ",".join(worker.queues or ["*"]), ",".join(worker.kinds), concurrency,
+                         worker.owner, "" if max_jobs is None else f" max_jobs={max_jobs}")
+                if ready is not None:
+                    ready.set()
+                while not stop.wait(0.1):
+                    if worker.exhausted.is_set():
+                        log.info("tenure worker: %d jobs settled (max_jobs), stopping", max_jobs)
+                        break
+            finally:
+                result = worker.stop()
             stats = worker.stats()
             log.info("tenure worker stopped: drained=%s in_flight=%d completed=%d failed=%d",
                      result.drained, result.in_flight, stats["completions"], stats["failures"])
-            return stats["completions"] + stats["failures"]
+            return (stats["completions"] + stats["failures"] + stats["lost_settlements"]
+                    + stats["cancellations"])
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

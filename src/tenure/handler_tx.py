@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
-from .errors import FENCE_CODES, LeaseNotHeld, TenureError
+from .errors import FENCE_CODES, LeaseNotHeld, NestedRootCall, OperationWithdrawn, TenureError
 from .jobs import Transaction, refusal
 
 if TYPE_CHECKING:
@@ -38,28 +38,48 @@ class _HandlerTxScope:
         self._cm = None
         self._tx: HandlerTransaction | None = None
 
+    def _refuse_early(self) -> BaseException | None:
+        """Why this attempt cannot open a handler transaction at all (checked under its lock)."""
+        a = self._attempt
+        if a.detached:
+            return OperationWithdrawn(f"job {a.job.id!r}: the worker stopped and detached this attempt; "
+                                      "it can no longer write")
+        if a.lost is not None:
+            return a.lost
+        if a.operator_cancelled:
+            return LeaseNotHeld(f"job {a.job.id!r} was cancelled by an operator", job_id=a.job.id)
+        if a.settling or a.settled:
+            return LeaseNotHeld(f"job {a.job.id!r}: this attempt already settled it", job_id=a.job.id)
+        if a.timed_out:
+            return TimeoutError(f"job {a.job.id!r} timed out")
+        return None
+
     def __enter__(self) -> HandlerTransaction:
         a = self._attempt
-        if a.settled or a.lost is not None or a.operator_cancelled:
-            raise a.lost or LeaseNotHeld(f"job {a.job.id!r}: this attempt already settled or lost its lease")
         store = a.worker.store
+        if getattr(store._local, "tx", None) is not None:
+            raise NestedRootCall("a handler transaction cannot open inside another transaction of this "
+                                 "thread: use the open one")
         a.settle_lock.acquire()  # renewals pause while the block runs (the fence is re-checked at commit)
         try:
+            early = self._refuse_early()
+            if early is not None:
+                raise early
             cm = store._transaction_session()
             session = cm.__enter__()
             try:
                 lease = a.lease
                 now = store._now()
                 if not session.job_lock(lease.job_id, lease.token, now):
-                    raise refusal(session.job_get(lease.job_id), lease, store._now_or(session, now),
+                    err = refusal(session.job_get(lease.job_id), lease, store._now_or(session, now),
                                   "open a handler transaction for") \
                         or LeaseNotHeld(f"job {lease.job_id!r} is already settled")
+                    self._lost(err)
+                    raise err
             except BaseException as exc:
                 cm.__exit__(type(exc), exc, exc.__traceback__)
                 raise
-        except BaseException as exc:
-            if isinstance(exc, TenureError):
-                self._lost(exc)
+        except BaseException:
             a.settle_lock.release()
             raise
         self._cm = cm
@@ -74,12 +94,21 @@ class _HandlerTxScope:
             store._local.tx = None
             if exc_type is not None:
                 tx._settle()
-                cm.__exit__(exc_type, exc, tb)
+                cm.__exit__(exc_type, exc, tb)  # ROLLBACK
                 return False
-            result = tx.result
-            text = None if result is None else v.dump_json(result, "tx.result", store.max_payload_bytes)
-            session = tx._session_obj
-            err = store._jobs.complete_many([(a.lease, text)], encoded=True, session=session)[0]
+            try:
+                if a.timed_out:
+                    raise TimeoutError(f"job {a.job.id!r} timed out; its handler transaction was rolled back")
+                if a.detached:
+                    raise OperationWithdrawn(f"job {a.job.id!r}: the worker stopped and detached this "
+                                             "attempt; its handler transaction was rolled back")
+                result = tx.result
+                text = None if result is None else v.dump_json(result, "tx.result", store.max_payload_bytes)
+                err = store._jobs.complete_many([(a.lease, text)], encoded=True, session=tx._session_obj)[0]
+            except BaseException as failure:
+                tx._settle()
+                cm.__exit__(type(failure), failure, failure.__traceback__)  # ROLLBACK, gate released
+                raise
             tx._settle()
             if err is not None:
                 cm.__exit__(type(err), err, None)  # roll back the application's writes too

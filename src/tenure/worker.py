@@ -36,6 +36,7 @@ from .errors import (
     InvalidType,
     LeaseNotHeld,
     OperationWithdrawn,
+    StorageError,
     StoreClosed,
     TenureError,
 )
@@ -131,7 +132,8 @@ class Attempt:
 
     __slots__ = ("worker", "job", "lease", "token", "handler", "cancelled", "started", "last_renew",
                  "deadline", "lost", "operator_cancelled", "timed_out", "finished", "detached",
-                 "task", "loop", "settled", "ctx", "settle_lock", "__weakref__")
+                 "task", "loop", "settled", "settling", "ctx", "settle_lock", "renew_failing", "timeout_ms",
+                 "__weakref__")
 
     def __init__(self, worker: Worker, claim: Claim, handler: Callable[..., Any], timeout_ms: int | None):
         self.worker = worker
@@ -143,6 +145,7 @@ class Attempt:
         now = time.monotonic()
         self.started = now
         self.last_renew = now
+        self.timeout_ms = timeout_ms
         self.deadline = None if not timeout_ms else now + timeout_ms / 1000
         self.lost: TenureError | None = None
         self.operator_cancelled = False
@@ -152,7 +155,13 @@ class Attempt:
         self.task: asyncio.Future | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.settled = False
+        # ``settling`` flips once, under ``settle_lock``, when one path takes the attempt's
+        # settlement (the handler's return, its timeout, or its handler transaction). The keeper
+        # renews only under the same lock and never once it is set, so a settlement always uses
+        # the attempt's final lease (a renewal racing a completion would retire its token).
+        self.settling = False
         self.settle_lock = threading.Lock()
+        self.renew_failing = False
         self.ctx = JobContext(self)
 
     def cancel(self, reason: Any) -> None:
@@ -202,7 +211,14 @@ class JobContext:
     def checkpoints(self):
         """The fenced checkpoint store bound to this attempt; follows its current lease."""
         attempt = self._attempt
-        return attempt.worker.store.jobs.checkpoints(lambda: attempt.lease)
+
+        def current() -> Lease:
+            if attempt.detached:
+                raise OperationWithdrawn(f"job {attempt.job.id!r}: the worker stopped and detached this "
+                                         "attempt; it can no longer write")
+            return attempt.lease
+
+        return attempt.worker.store.jobs.checkpoints(current)
 
     @property
     def store(self) -> Store:
@@ -221,15 +237,30 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
 
 
+#: How long one wait on the cross-process watcher lasts. The watch thread owns its watcher and
+#: closes it itself when the worker stops (closing a SQLite connection from another thread while it
+#: runs a statement is not safe), so ``stop()`` waits at most this long for it.
+WATCH_SLICE = 0.05
+#: Backoff bounds when a settlement fails for a storage reason (retried while the lease lasts).
+SETTLE_RETRY_MIN = 0.02
+SETTLE_RETRY_MAX = 1.0
+
+
 class Worker:
-    """Claims jobs of the handled kinds and runs them (see the module docstring)."""
+    """Claims jobs of the handled kinds and runs them (see the module docstring).
+
+    ``max_jobs`` (optional) stops claiming once that many jobs have been claimed over the worker's
+    lifetime and sets :attr:`exhausted` once they have all settled: a host (``App.run_worker``, the
+    supervisor) then stops the worker and, for a recycled process, starts a fresh one.
+    """
 
     def __init__(self, store: Store, handlers: dict[str, Callable[..., Any]], *, concurrency: int = 1,
                  poll_interval: float = 0.5, lease_ms: int = DEFAULT_LEASE_MS, owner: str | None = None,
                  renew: bool = True, on_outcome: Callable[[dict[str, Any]], Any] | None = None,
                  backoff_base: float = 1.0, backoff_cap: float = 60.0, stop_grace: float = 5.0,
                  queues: str | list[str] | None = None, timeout: float | None = None,
-                 claim_batch: int = MAX_CLAIM_BATCH, watch: bool = True, maintenance: bool = True) -> None:
+                 claim_batch: int = MAX_CLAIM_BATCH, watch: bool = True, maintenance: bool = True,
+                 max_jobs: int | None = None) -> None:
         if not isinstance(handlers, dict) or not handlers:
             raise InvalidType("handlers must be a non-empty dict of {kind: callable}")
         for kind, fn in handlers.items():
@@ -239,12 +270,15 @@ class Worker:
         v.positive_int(concurrency, "concurrency", maximum=10_000)
         v.positive_int(lease_ms, "lease_ms")
         v.positive_int(claim_batch, "claim_batch", maximum=10_000)
+        v.positive_int(max_jobs, "max_jobs", allow_none=True)
         for name, val in (("poll_interval", poll_interval), ("backoff_base", backoff_base),
                           ("backoff_cap", backoff_cap), ("stop_grace", stop_grace)):
             if isinstance(val, bool) or not isinstance(val, int | float) or val < 0 or val != val:
                 raise InvalidArgument(f"{name} must be a non-negative number of seconds, got {val!r}")
         if on_outcome is not None and not callable(on_outcome):
             raise InvalidType("on_outcome must be callable")
+        if owner is not None and (not isinstance(owner, str) or not owner):
+            raise InvalidType("owner must be a non-empty string (it is diagnostics, never a guard)")
         self.store = store
         self.handlers = dict(handlers)
         self.kinds = sorted(self.handlers)
@@ -262,54 +296,31 @@ class Worker:
         self.claim_batch = claim_batch
         self.watch = watch
         self.maintenance = maintenance
+        self.max_jobs = max_jobs
+        #: Set once ``max_jobs`` attempts have settled (never set without ``max_jobs``).
+        self.exhausted = threading.Event()
         self._maintainer = None
         self._async = {k: _is_async(fn) for k, fn in self.handlers.items()}
         self._lock = threading.Lock()
+        self._stop_lock = threading.Lock()
         self._attempts: dict[str, Attempt] = {}
         self._stats = dict.fromkeys(
             ("claims", "completions", "failures", "lost_settlements", "cancellations", "renewals",
              "renewal_errors", "wakes", "polls", "claim_errors", "settle_errors", "timeouts"), 0)
         self._running = False
         self._threads: list[threading.Thread] = []
+        self._watch_thread: threading.Thread | None = None
         self._generation = 0  # bumps at every start(): a cancelled loop can never be revived
 
     # -- public --------------------------------------------------------------------------------
     def start(self) -> Worker:
-        """Start claiming. Refused (TypeError) while already running."""
-        if self._running:
-            raise InvalidType("this worker is already running; stop() it before start() again")
-        self.store.jobs  # noqa: B018 - opens the store (and raises StoreClosed) now, not in a thread
-        self._running = True
-        self._generation += 1
-        gen = self._generation
-        self._stop = threading.Event()  # stop claiming; cancel handlers
-        self._halt = threading.Event()  # after the grace: keeper exits, gate waits are withdrawn
-        self._wake = threading.Event()
-        self._slots: _queue.SimpleQueue = _queue.SimpleQueue()
-        self._done: _queue.SimpleQueue = _queue.SimpleQueue()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._watcher = None
-        threads = [threading.Thread(target=self._dispatch, args=(gen,), name="tenure-dispatch", daemon=True),
-                   threading.Thread(target=self._complete_loop, name="tenure-settle", daemon=True),
-                   threading.Thread(target=self._keeper, args=(gen,), name="tenure-keeper", daemon=True)]
-        if not all(self._async.values()):
-            threads += [threading.Thread(target=self._slot, name=f"tenure-slot-{i}", daemon=True)
-                        for i in range(self.concurrency)]
-        if any(self._async.values()):
-            self._loop = asyncio.new_event_loop()
-            threads.append(threading.Thread(target=self._loop.run_forever, name="tenure-async", daemon=True))
-        if self.watch:
-            try:
-                self._watcher = self.store.engine.watcher()
-                threads.append(threading.Thread(target=self._watch, args=(self._watcher,),
-                                                name="tenure-watch", daemon=True))
-            except TenureError as exc:
-                log.info("no cross-process watcher (%s); polling every %.3fs", exc, self.poll_interval)
-        self._threads = threads
-        self.store._wake_hooks.append(self._on_local_enqueue)
-        self.store._workers.append(self)
-        for t in threads:
-            t.start()
+        """Start claiming. Refused (TypeError) while already running; :class:`StoreClosed` on a
+        closed store. A worker stopped earlier starts with fresh threads (checklist 6.27)."""
+        with self._stop_lock:
+            if self._running:
+                raise InvalidType("this worker is already running; stop() it before start() again")
+            self.store.jobs  # noqa: B018 - opens the store (and raises StoreClosed) now, not in a thread
+            self._start_threads()
         if self.maintenance:
             try:
                 self._maintainer = self.store._maintenance()
@@ -319,13 +330,60 @@ class Worker:
                 self._maintainer = None
         return self
 
+    def _start_threads(self) -> None:
+        self._running = True
+        self._generation += 1
+        gen = self._generation
+        self._stop = threading.Event()  # stop claiming; cancel handlers
+        self._halt = threading.Event()  # after the grace: keeper exits, gate waits are withdrawn
+        self._wake = threading.Event()
+        self._slots: _queue.SimpleQueue = _queue.SimpleQueue()
+        self._done: _queue.SimpleQueue = _queue.SimpleQueue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._watch_thread = None
+        threads = [threading.Thread(target=self._dispatch, args=(gen,), name="tenure-dispatch", daemon=True),
+                   threading.Thread(target=self._complete_loop, args=(self._done,), name="tenure-settle",
+                                    daemon=True),
+                   threading.Thread(target=self._keeper, args=(gen,), name="tenure-keeper", daemon=True)]
+        if not all(self._async.values()):
+            threads += [threading.Thread(target=self._slot, args=(self._slots,), name=f"tenure-slot-{i}",
+                                         daemon=True) for i in range(self.concurrency)]
+        if any(self._async.values()):
+            self._loop = asyncio.new_event_loop()
+            threads.append(threading.Thread(target=self._loop.run_forever, name="tenure-async", daemon=True))
+        if self.watch:
+            try:
+                watcher = self.store.engine.watcher()
+            except Exception as exc:  # noqa: BLE001 - the poll is the fallback
+                log.info("no cross-process watcher (%s); polling every %.3fs", exc, self.poll_interval)
+            else:
+                self._watch_thread = threading.Thread(target=self._watch, args=(watcher, self._stop),
+                                                      name="tenure-watch", daemon=True)
+                threads.append(self._watch_thread)
+        self._threads = threads
+        self.store._wake_hooks.append(self._on_local_enqueue)
+        self.store._workers.append(self)
+        for t in threads:
+            t.start()
+
     def stop(self, grace: float | None = None) -> StopResult:
         """Cancel in-flight handlers, wait up to ``grace`` (default ``stop_grace``) for them, then
-        return. Before it returns, no database call this worker started is running or will run
-        (quiescence). Never raises."""
-        if not self._running:
-            return StopResult(True, 0)
+        return ``StopResult(drained, in_flight)``. A handler still running then is detached: it can
+        never settle, and its job is reclaimed after its lease. Before this returns, no database
+        call this worker started is running or will run (quiescence), so ``store.close()`` right
+        after always releases the database. Never raises; a second call returns at once."""
+        with self._stop_lock:
+            if not self._running:
+                return StopResult(True, 0)
+            try:
+                return self._stop_running(grace)
+            except Exception:  # noqa: BLE001 - stop() never raises
+                log.exception("stopping the worker failed")
+                return StopResult(False, len(self._attempts))
+
+    def _stop_running(self, grace: float | None) -> StopResult:
         grace = self.stop_grace if grace is None else max(0.0, float(grace))
+        me = threading.current_thread()
         self._running = False
         try:
             self.store._wake_hooks.remove(self._on_local_enqueue)
@@ -333,10 +391,9 @@ class Worker:
             pass
         self._stop.set()
         self._wake.set()
-        if self._watcher is not None:
-            self._watcher.close()
-        dispatcher = self._threads[0]
-        dispatcher.join()  # a claim waiting on the gate is withdrawn by _stop
+        dispatcher, completer, keeper = self._threads[:3]
+        if dispatcher is not me:
+            dispatcher.join()  # a claim waiting on the gate (or the pool) is withdrawn by _stop
         with self._lock:
             attempts = list(self._attempts.values())
         for a in attempts:
@@ -349,15 +406,20 @@ class Worker:
             for a in left:
                 a.detached = True  # a late return writes nothing (6.26)
                 self.store._attempts.pop(a.token, None)
-        # Quiescence: settle what finished, then stop the settler and the keeper.
+        # Quiescence: an attempt that finished was settled before its ``finished`` was set, so
+        # what is left in the queue belongs to detached attempts and is skipped; then the settler,
+        # the keeper and the watcher stop, each joined.
         self._halt.set()
         self._done.put(None)
-        for t in self._threads[1:3]:
-            t.join()
+        for t in (completer, keeper):
+            if t is not me:
+                t.join()
         for _ in range(self.concurrency):
             self._slots.put(None)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._watch_thread is not None and self._watch_thread is not me:
+            self._watch_thread.join()
         if self._maintainer is not None:
             try:
                 self._maintainer.release(self)
@@ -370,8 +432,14 @@ class Worker:
             pass
         return StopResult(not left, len(left))
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until :attr:`exhausted` (``max_jobs`` attempts settled); True if it is."""
+        return self.exhausted.wait(timeout)
+
     def stats(self) -> dict[str, int]:
-        """Counters since construction, plus the current ``in_flight``."""
+        """Counters since construction, plus the current ``in_flight``: ``claims``,
+        ``completions``, ``failures``, ``lost_settlements``, ``cancellations``, ``renewals``,
+        ``renewal_errors``, ``wakes``, ``polls``, ``claim_errors``, ``settle_errors``, ``timeouts``."""
         with self._lock:
             out = dict(self._stats)
             out["in_flight"] = len(self._attempts)
@@ -397,6 +465,15 @@ class Worker:
         with self._lock:
             self._stats[key] += n
 
+    def _check_exhausted(self) -> None:
+        if self.max_jobs is None or self.exhausted.is_set():
+            return
+        s = self._stats
+        with self._lock:
+            settled = s["completions"] + s["failures"] + s["lost_settlements"] + s["cancellations"]
+        if settled >= self.max_jobs:
+            self.exhausted.set()
+
     def _outcome(self, attempt: Attempt, outcome: str, code: str | None = None, reason: str | None = None):
         cb = self.on_outcome
         if cb is None:
@@ -416,28 +493,37 @@ class Worker:
         self._wake.set()
 
     # -- dispatcher ------------------------------------------------------------------------------
-    def _watch(self, watcher) -> None:
-        stop = self._stop
-        while not stop.is_set():
+    def _watch(self, watcher, stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                try:
+                    if watcher.wait(WATCH_SLICE) and not stop.is_set():
+                        self._wake.set()
+                except Exception:  # noqa: BLE001 - the poll is the fallback
+                    if stop.wait(self.poll_interval or 0.5):
+                        return
+        finally:
             try:
-                if watcher.wait(1.0) and not stop.is_set():
-                    self._wake.set()
-            except Exception:  # noqa: BLE001 - the poll is the fallback
-                if stop.wait(self.poll_interval or 0.5):
-                    return
+                watcher.close()
+            except Exception:  # noqa: BLE001
+                log.debug("closing the watcher failed", exc_info=True)
 
     def _dispatch(self, gen: int) -> None:
         jobs = self.store._jobs
         stop, wake = self._stop, self._wake
+        max_jobs = self.max_jobs
         while not stop.is_set() and gen == self._generation:
             with self._lock:
                 free = self.concurrency - len(self._attempts)
+                if max_jobs is not None:
+                    free = min(free, max_jobs - self._stats["claims"])
             if free <= 0:
                 wake.wait(self.poll_interval or None)
                 wake.clear()
                 continue
+            want = min(free, self.claim_batch)
             try:
-                claims = jobs.claim_many(self.kinds, owner=self.owner, limit=min(free, self.claim_batch),
+                claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want,
                                          lease_ms=self.lease_ms, queues=self.queues, cancel=stop)
             except OperationWithdrawn:
                 return
@@ -454,7 +540,7 @@ class Worker:
                 self._count("claims", len(claims))
                 for claim in claims:
                     self._start_attempt(claim)
-                if len(claims) == min(free, self.claim_batch):
+                if len(claims) == want:
                     continue  # there may be more: claim again without waiting
             woke = wake.wait(self.poll_interval) if self.poll_interval > 0 else wake.wait()
             wake.clear()
@@ -477,8 +563,8 @@ class Worker:
             self._slots.put(attempt)
 
     # -- running handlers ------------------------------------------------------------------------
-    def _slot(self) -> None:
-        get = self._slots.get
+    def _slot(self, slots: _queue.SimpleQueue) -> None:
+        get = slots.get
         while True:
             attempt = get()
             if attempt is None:
@@ -487,9 +573,10 @@ class Worker:
                 result = attempt.handler(attempt.job.payload, attempt.ctx)
                 if inspect.isawaitable(result):
                     result = asyncio.run(_await(result))
-                self._finish(attempt, True, result)
             except BaseException as exc:  # noqa: BLE001 - a handler cannot break the loop (6.22)
                 self._finish(attempt, False, exc)
+            else:
+                self._finish(attempt, True, result)
 
     async def _run_async(self, attempt: Attempt) -> None:
         attempt.task = asyncio.current_task()
@@ -497,29 +584,39 @@ class Worker:
             attempt.task.cancel()
         try:
             result = await attempt.handler(attempt.job.payload, attempt.ctx)
-            self._finish(attempt, True, result)
         except BaseException as exc:  # noqa: BLE001
             self._finish(attempt, False, exc)
+        else:
+            self._finish(attempt, True, result)
 
     def _finish(self, attempt: Attempt, ok: bool, value: Any) -> None:
-        """The handler returned (ok) or raised: queue its settlement, unless it cannot settle."""
-        if attempt.detached:
-            return  # stop() gave up on it: write nothing, count nothing (6.26)
-        if attempt.settled:  # the handler transaction (or a timeout) already settled it
-            self._release(attempt)
-            return
-        if ok:
-            try:
-                value = v.dump_json(value, "the handler's result", self.store.max_payload_bytes) \
-                    if value is not None else None
-            except TenureError as exc:
-                ok, value = False, exc
-        if not ok:
-            if isinstance(value, asyncio.CancelledError) and attempt.cancelled.reason is SHUTDOWN:
+        """The handler returned (ok) or raised: queue its settlement, unless it cannot settle.
+        Never raises (it runs on a slot thread or the event loop)."""
+        try:
+            if attempt.detached:
+                return  # stop() gave up on it: write nothing, count nothing (6.26)
+            with attempt.settle_lock:
+                taken = not attempt.settling
+                attempt.settling = True
+            if not taken:  # the handler transaction or the timeout already settled it
+                self._release(attempt)
+                return
+            if attempt.timed_out:
+                ok, value = False, "job timed out"
+            elif ok:
+                if value is not None:
+                    try:
+                        value = v.dump_json(value, "the handler's result", self.store.max_payload_bytes)
+                    except TenureError as exc:
+                        ok, value = False, exc
+                    except Exception as exc:  # noqa: BLE001 - whatever a strange object raises
+                        ok, value = False, f"the handler's result could not be encoded as JSON: " \
+                                           f"{v.error_message(exc)}"
+            elif isinstance(value, asyncio.CancelledError) and attempt.cancelled.reason is SHUTDOWN:
                 value = "the worker stopped while the job ran (cancelled)"
-            elif attempt.timed_out:
-                value = "job timed out"
-        self._done.put((attempt, ok, value))
+            self._done.put((attempt, ok, value))
+        except BaseException:  # noqa: BLE001 - last resort: the lease expires, the job is reclaimed
+            log.exception("finishing job %s failed", attempt.job.id)
 
     def _release(self, attempt: Attempt) -> None:
         with self._lock:
@@ -529,8 +626,8 @@ class Worker:
         self._wake.set()
 
     # -- settling --------------------------------------------------------------------------------
-    def _complete_loop(self) -> None:
-        get = self._done.get
+    def _complete_loop(self, done: _queue.SimpleQueue) -> None:
+        get, get_nowait = done.get, done.get_nowait
         jobs = self.store._jobs
         while True:
             first = get()
@@ -538,7 +635,7 @@ class Worker:
             stopping = first is None
             while len(batch) < MAX_SETTLE_BATCH:
                 try:
-                    item = self._done.get_nowait()
+                    item = get_nowait()
                 except _queue.Empty:
                     break
                 if item is None:
@@ -546,13 +643,18 @@ class Worker:
                     continue
                 batch.append(item)
             if batch:
-                self._settle(jobs, batch)
+                try:
+                    self._settle(jobs, batch)
+                except Exception:  # noqa: BLE001 - the settler never dies; the leases expire
+                    log.exception("settling %d job(s) failed", len(batch))
             if stopping:
                 return
 
     def _settle(self, jobs, batch) -> None:
         completes, fails = [], []
         for attempt, ok, value in batch:
+            if attempt.detached:
+                continue  # stop() gave up on it: nothing is written
             if attempt.lost is not None or attempt.operator_cancelled:
                 self._end_unsettled(attempt)
             elif ok:
@@ -560,9 +662,10 @@ class Worker:
             else:
                 fails.append((attempt, value))
         if completes:
+            items = [(a.lease, val) for a, val in completes]
             try:
-                errors = jobs.complete_many([(a.lease, val) for a, val in completes], encoded=True,
-                                            cancel=self._halt)
+                errors = self._retrying(lambda: jobs.complete_many(items, encoded=True, cancel=self._halt),
+                                        [a for a, _ in completes])
             except Exception as exc:  # noqa: BLE001 - storage trouble: the lease will expire
                 self._count("settle_errors", len(completes))
                 log.error("completing %d job(s) failed: %s", len(completes), exc)
@@ -570,9 +673,11 @@ class Worker:
             for (attempt, _), err in zip(completes, errors, strict=True):
                 self._after_settle(attempt, "completed", err)
         if fails:
+            items = [(a.lease, err) for a, err in fails]
             try:
-                results = jobs.fail_many([(a.lease, err) for a, err in fails], cancel=self._halt,
-                                         backoff_base_ms=self.backoff_base_ms, backoff_cap_ms=self.backoff_cap_ms)
+                results = self._retrying(
+                    lambda: jobs.fail_many(items, cancel=self._halt, backoff_base_ms=self.backoff_base_ms,
+                                           backoff_cap_ms=self.backoff_cap_ms), [a for a, _ in fails])
             except Exception as exc:  # noqa: BLE001
                 self._count("settle_errors", len(fails))
                 log.error("failing %d job(s) failed: %s", len(fails), exc)
@@ -580,6 +685,28 @@ class Worker:
             for (attempt, error), res in zip(fails, results, strict=True):
                 self._after_settle(attempt, "failed", res if isinstance(res, BaseException) else None,
                                    reason=v.error_message(error))
+        self._check_exhausted()
+
+    def _retrying(self, call: Callable[[], Any], attempts: list[Attempt]) -> Any:
+        """Run a settling call; a storage failure (busy, unreachable) is retried with backoff while
+        every lease in the batch still stands by this process's reckoning, and until ``stop()``
+        halts. Settling twice from one attempt is idempotent, so a retry is always safe."""
+        delay = SETTLE_RETRY_MIN
+        warned = False
+        while True:
+            try:
+                return call()
+            except StorageError as exc:
+                expiry = min(a.last_renew for a in attempts) + self.lease_ms / 1000
+                if self._halt.is_set() or time.monotonic() + delay >= expiry:
+                    raise
+                if not warned:
+                    log.warning("settling %d job(s) failed, retrying while their leases last: %s",
+                                len(attempts), exc)
+                    warned = True
+                if self._halt.wait(delay):
+                    raise
+                delay = min(delay * 2, SETTLE_RETRY_MAX)
 
     def _after_settle(self, attempt: Attempt, outcome: str, err: BaseException | None,
                       reason: str | None = None) -> None:
@@ -619,23 +746,20 @@ class Worker:
         every = self.lease_ms / 3000
         tick = max(0.005, min(every / 4, 0.25))
         jobs = self.store._jobs
-        while not self._halt.wait(tick):
+        halt = self._halt
+        while not halt.wait(tick):
             now = time.monotonic()
             with self._lock:
-                attempts = [a for a in self._attempts.values() if not a.settled and a.lost is None]
+                attempts = [a for a in self._attempts.values() if not a.settling and a.lost is None]
             for a in attempts:
-                if self._halt.is_set():
+                if halt.is_set():
                     return
-                if a.deadline is not None and now >= a.deadline and not a.timed_out:
-                    a.timed_out = True
-                    a.cancel(TimeoutReason(int((a.deadline - a.started) * 1000)))
-                    if a.task is not None and a.loop is not None:
-                        a.loop.call_soon_threadsafe(a.task.cancel)
-                    self._timeout_settle(a)
+                if a.deadline is not None and not a.timed_out and now >= a.deadline:
+                    self._time_out(a)
                     continue
                 if self.renew and now - a.last_renew >= every and a.settle_lock.acquire(blocking=False):
                     try:
-                        if not a.settled:
+                        if not a.settling and a.lost is None:
                             self._renew(jobs, a)
                     finally:
                         a.settle_lock.release()
@@ -652,34 +776,59 @@ class Worker:
                 a.lost = exc
                 a.cancel(exc)  # the coded refusal is the reason (6.14)
                 return
-            self._count("renewal_errors")  # storage trouble is NOT loss (6.12)
-            log.warning("renewing job %s failed (lease kept, next renewal armed): %s", a.job.id, exc)
+            self._renewal_failed(a, exc)  # storage trouble is NOT loss (6.12)
             return
         except Exception as exc:  # noqa: BLE001
-            self._count("renewal_errors")
-            log.warning("renewing job %s failed: %s", a.job.id, exc)
+            self._renewal_failed(a, exc)
             return
         a.lease = new
         a.last_renew = time.monotonic()
+        a.renew_failing = False
         self._count("renewals")
+
+    def _renewal_failed(self, a: Attempt, exc: BaseException) -> None:
+        """The lease stands, the event stays clear, and the next tick tries again."""
+        self._count("renewal_errors")
+        if not a.renew_failing:
+            log.warning("renewing job %s failed (lease kept, retrying): %s", a.job.id, exc)
+            a.renew_failing = True
 
     def _handler_tx_completed(self, a: Attempt) -> None:
         """The handler transaction committed the completion: count it once."""
+        a.settling = True
         a.settled = True
         self._count("completions")
         self._outcome(a, "completed")
+        self._check_exhausted()
 
-    def _timeout_settle(self, a: Attempt) -> None:
-        """Past its timeout the attempt fails at once with "job timed out"; a handler that keeps
-        running keeps its slot until it returns, but its late result is ignored."""
-        if a.settled:
+    def _time_out(self, a: Attempt) -> None:
+        """Past its timeout the attempt's event is set (reason: :class:`TimeoutReason`) and the
+        attempt fails at once with "job timed out"; a handler that keeps running keeps its slot
+        until it returns, but its late result is ignored. With a handler transaction open, the
+        transaction refuses to commit and the handler's return records the failure instead."""
+        a.timed_out = True
+        a.cancel(TimeoutReason(a.timeout_ms))
+        if a.task is not None and a.loop is not None:
+            a.loop.call_soon_threadsafe(a.task.cancel)
+        if not a.settle_lock.acquire(blocking=False):
             return
         try:
-            res = self.store._jobs.fail_many([(a.lease, "job timed out")], backoff_base_ms=self.backoff_base_ms,
+            if a.settling:
+                return
+            a.settling = True
+            if not self._timeout_settle(a):
+                a.settling = False  # storage trouble: the handler's return settles it
+        finally:
+            a.settle_lock.release()
+
+    def _timeout_settle(self, a: Attempt) -> bool:
+        try:
+            res = self.store._jobs.fail_many([(a.lease, "job timed out")], cancel=self._halt,
+                                             backoff_base_ms=self.backoff_base_ms,
                                              backoff_cap_ms=self.backoff_cap_ms)[0]
         except Exception as exc:  # noqa: BLE001
             log.warning("failing timed-out job %s failed: %s", a.job.id, exc)
-            return
+            return False
         a.settled = True
         if isinstance(res, TenureError):
             a.lost = res
@@ -689,6 +838,8 @@ class Worker:
             self._count("failures")
             self._count("timeouts")
             self._outcome(a, "failed", reason="job timed out")
+        self._check_exhausted()
+        return True
 
 
 async def _await(awaitable: Any) -> Any:

@@ -1,0 +1,309 @@
+"""Worker processes under one supervisor: ``tenure worker APP --processes N``.
+
+CPU-bound handlers need processes, not threads (the GIL). The supervisor runs N worker processes
+over one :class:`tenure.App`, each a plain ``App.run_worker`` in its own interpreter, started as
+``python -m tenure.supervisor --child APP ...``. It:
+
+- **restarts** a child that dies (a crash, ``kill -9``, an OOM kill): at once the first time, then
+  with a capped exponential backoff while children keep dying young (:data:`HEALTHY_AFTER`); the
+  jobs a dead child held come back after their lease, like any crashed worker's;
+- **recycles** a child after ``max_jobs_per_process`` settled jobs (for leaky handlers): the child
+  stops gracefully by itself and a fresh one takes its place;
+- **forwards** SIGTERM/SIGINT to every child: the first signal is a graceful stop (each child
+  cancels its handlers and gives them its ``stop_grace``), a second one stops them at once;
+- gives up (exit status :data:`EX_CONFIG`) when a child cannot load the app at all, instead of
+  restarting it forever.
+
+Children run in their own process group, so a terminal's Ctrl-C reaches only the supervisor (which
+forwards it once), and each child stops by itself if the supervisor disappears (``kill -9`` of the
+supervisor leaves no orphan working on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("tenure.supervisor")
+
+#: A child exits with this status when it cannot load the app (``sysexits.h`` EX_CONFIG).
+EX_CONFIG = 78
+#: Exit status after a second signal (stop at once), like a shell's for SIGINT.
+EX_IMMEDIATE = 130
+#: A child that lived at least this long (seconds) before dying is restarted at once; children
+#: that die younger are restarted after a backoff doubling from RESTART_BACKOFF_MIN.
+HEALTHY_AFTER = 5.0
+RESTART_BACKOFF_MIN = 0.1
+RESTART_BACKOFF_MAX = 10.0
+#: How often the supervisor looks at its children (seconds).
+TICK = 0.05
+#: How often a child checks that its supervisor is still there (seconds).
+PARENT_CHECK = 0.5
+
+
+@dataclass
+class _Child:
+    slot: int
+    proc: subprocess.Popen | None = None
+    started: float = 0.0
+    restart_at: float | None = None
+    failures: int = 0
+    history: list[int] = field(default_factory=list)
+
+
+class Supervisor:
+    """N worker processes over one app (see the module docstring). ``run()`` blocks and answers
+    the exit status: 0 after a graceful stop, :data:`EX_IMMEDIATE` after a second signal,
+    :data:`EX_CONFIG` when the children cannot load the app."""
+
+    def __init__(self, app_spec: str, *, processes: int, max_jobs_per_process: int | None = None,
+                 concurrency: int = 1, queues: list[str] | None = None, url: str | None = None,
+                 python: str | None = None, install_signals: bool = True,
+                 stop_event: threading.Event | None = None) -> None:
+        if not isinstance(app_spec, str) or ":" not in app_spec:
+            raise ValueError(f"app_spec must be module:attribute (e.g. myproject.tasks:app), got {app_spec!r}")
+        for name, value in (("processes", processes), ("concurrency", concurrency)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if max_jobs_per_process is not None and (isinstance(max_jobs_per_process, bool) or
+                                                 not isinstance(max_jobs_per_process, int) or
+                                                 max_jobs_per_process < 1):
+            raise ValueError(f"max_jobs_per_process must be a positive integer, got {max_jobs_per_process!r}")
+        self.app_spec = app_spec
+        self.processes = processes
+        self.max_jobs_per_process = max_jobs_per_process
+        self.concurrency = concurrency
+        self.queues = list(queues) if queues else None
+        self.url = url
+        self.python = python or sys.executable
+        self.install_signals = install_signals
+        self._external = stop_event or threading.Event()
+        self._wakeup = threading.Event()
+        self._children = [_Child(slot) for slot in range(processes)]
+        self._signals: list[int] = []  # received, not yet forwarded
+        self._stopping = False
+        self._immediate = False
+        self._exit = 0
+        #: Every child pid started so far, in order (diagnostics and tests).
+        self.started_pids: list[int] = []
+
+    # -- children --------------------------------------------------------------------------------
+    def _command(self) -> list[str]:
+        cmd = [self.python, "-m", "tenure.supervisor", "--child", self.app_spec,
+               "--concurrency", str(self.concurrency)]
+        if self.max_jobs_per_process is not None:
+            cmd += ["--max-jobs", str(self.max_jobs_per_process)]
+        if self.queues:
+            cmd += ["--queues", ",".join(self.queues)]
+        if self.url:
+            cmd.append("--url-from-env")  # never in argv: ps would show a password
+        return cmd
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.url:
+            env["TENURE_URL"] = self.url
+        # The child imports the app the way the parent would: from the current directory.
+        paths = [os.getcwd()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        return env
+
+    def _spawn(self, child: _Child) -> None:
+        child.proc = subprocess.Popen(self._command(), env=self._env(), process_group=0)
+        child.started = time.monotonic()
+        child.restart_at = None
+        self.started_pids.append(child.proc.pid)
+        log.info("tenure supervisor: worker process %d started (pid %d)", child.slot + 1, child.proc.pid)
+
+    def _reap(self, child: _Child, now: float) -> None:
+        """A child exited: decide how (and whether) it comes back."""
+        proc = child.proc
+        assert proc is not None
+        rc = proc.returncode
+        child.proc = None
+        child.history.append(rc)
+        lived = now - child.started
+        if self._stopping:
+            log.info("tenure supervisor: worker process %d (pid %d) stopped (status %s)", child.slot + 1,
+                     proc.pid, rc)
+            return
+        if rc == EX_CONFIG:
+            log.error("tenure supervisor: worker process %d cannot load %s; stopping all", child.slot + 1,
+                      self.app_spec)
+            self._exit = EX_CONFIG
+            self._begin_stop(signal.SIGTERM)
+            return
+        if rc == 0 and self.max_jobs_per_process is not None:
+            log.info("tenure supervisor: worker process %d (pid %d) recycled after %d jobs", child.slot + 1,
+                     proc.pid, self.max_jobs_per_process)
+            child.failures = 0
+            child.restart_at = now
+            return
+        how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with status {rc}"
+        if lived >= HEALTHY_AFTER:
+            child.failures = 0
+        child.failures += 1
+        delay = 0.0 if child.failures == 1 else \
+            min(RESTART_BACKOFF_MIN * 2 ** (child.failures - 2), RESTART_BACKOFF_MAX)
+        log.warning("tenure supervisor: worker process %d (pid %d) %s after %.1f s; restarting%s",
+                    child.slot + 1, proc.pid, how, lived, f" in {delay:.1f} s" if delay else "")
+        child.restart_at = now + delay
+
+    # -- signals ---------------------------------------------------------------------------------
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self._signals.append(signum)
+        self._wakeup.set()
+
+    def _begin_stop(self, signum: int) -> None:
+        if not self._stopping:
+            self._stopping = True
+            log.info("tenure supervisor: %s, stopping %d worker process(es) gracefully (again to stop now)",
+                     signal.Signals(signum).name, sum(c.proc is not None for c in self._children))
+        else:
+            self._immediate = True
+            log.warning("tenure supervisor: %s again, stopping worker processes now", signal.Signals(signum).name)
+        for child in self._children:
+            child.restart_at = None
+            if child.proc is not None and child.proc.poll() is None:
+                try:
+                    child.proc.send_signal(signum)
+                except ProcessLookupError:
+                    pass
+
+    def stop(self) -> None:
+        """Ask a running supervisor (from another thread) to stop gracefully, like a SIGTERM."""
+        self._signals.append(signal.SIGTERM)
+        self._wakeup.set()
+
+    # -- the loop --------------------------------------------------------------------------------
+    def run(self) -> int:
+        previous = {}
+        if self.install_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, self._on_signal)
+        try:
+            log.info("tenure supervisor: %d worker process(es) over %s (concurrency %d each%s%s)",
+                     self.processes, self.app_spec, self.concurrency,
+                     "" if self.max_jobs_per_process is None else
+                     f", recycled after {self.max_jobs_per_process} jobs",
+                     "" if not self.queues else f", queues {','.join(self.queues)}")
+            for child in self._children:
+                self._spawn(child)
+            while True:
+                while self._signals:
+                    self._begin_stop(self._signals.pop(0))
+                if self._external.is_set() and not self._stopping:
+                    self._begin_stop(signal.SIGTERM)  # stop_event set by the caller
+                now = time.monotonic()
+                for child in self._children:
+                    if child.proc is not None and child.proc.poll() is not None:
+                        self._reap(child, now)
+                    if child.proc is None and child.restart_at is not None and now >= child.restart_at \
+                            and not self._stopping:
+                        self._spawn(child)
+                if self._stopping and all(c.proc is None for c in self._children):
+                    break
+                self._wakeup.wait(TICK)
+                self._wakeup.clear()
+            if self._immediate:
+                return EX_IMMEDIATE
+            return self._exit
+        finally:
+            for child in self._children:  # only on an unexpected error: never leave children behind
+                if child.proc is not None and child.proc.poll() is None:
+                    child.proc.kill()
+                    child.proc.wait()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def run_supervisor(app_spec: str, *, processes: int, max_jobs_per_process: int | None, concurrency: int,
+                   queues: list[str] | None, url: str | None, **options: Any) -> int:
+    """Run ``processes`` worker processes over the app at ``app_spec`` (``module:attribute``) and
+    block until they are stopped; answers the exit status for the command line.
+
+    Each child runs ``App.run_worker(concurrency=concurrency, queues=queues,
+    max_jobs=max_jobs_per_process)`` on the store at ``url`` (None: the app's own URL, else
+    ``$TENURE_URL``). A child that dies is restarted (with a capped backoff while children keep
+    dying young); one that settled ``max_jobs_per_process`` jobs is replaced by a fresh one. The
+    first SIGTERM/SIGINT is forwarded to every child as a graceful stop; a second one stops them at
+    once. Answers 0 after a graceful stop, 130 after a second signal, 78 when the children cannot
+    load the app. Other keywords go to :class:`Supervisor` (``python``, ``install_signals``,
+    ``stop_event``)."""
+    return Supervisor(app_spec, processes=processes, max_jobs_per_process=max_jobs_per_process,
+                      concurrency=concurrency, queues=queues, url=url, **options).run()
+
+
+# -- the child ---------------------------------------------------------------------------------------
+
+
+def _load_app(spec: str):
+    module_name, _, attr = spec.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    module = importlib.import_module(module_name)
+    app = getattr(module, attr)
+    if not callable(getattr(app, "run_worker", None)):
+        raise TypeError(f"{spec} is not a tenure.App (it has no run_worker)")
+    return app
+
+
+def _watch_parent(parent: int, stop: threading.Event) -> None:
+    while not stop.wait(PARENT_CHECK):
+        if os.getppid() != parent:
+            log.warning("tenure worker: the supervisor (pid %d) is gone; stopping gracefully", parent)
+            stop.set()
+            return
+
+
+def _child_main(args: argparse.Namespace) -> int:
+    try:
+        app = _load_app(args.child)
+    except Exception as exc:  # noqa: BLE001 - reported to the supervisor by the exit status
+        log.error("tenure worker: cannot load %s: %s", args.child, exc)
+        return EX_CONFIG
+    if args.url_from_env:
+        app._url = os.environ["TENURE_URL"]
+    stop = threading.Event()
+    threading.Thread(target=_watch_parent, args=(os.getppid(), stop), name="tenure-parent-watch",
+                     daemon=True).start()
+    queues = [q for q in args.queues.split(",") if q] if args.queues else None
+    app.run_worker(concurrency=args.concurrency, queues=queues, max_jobs=args.max_jobs, stop_event=stop)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tenure.supervisor APP --processes N [...]`` (the supervisor) or ``--child APP``
+    (one worker process; what the supervisor starts)."""
+    p = argparse.ArgumentParser(prog="python -m tenure.supervisor")
+    p.add_argument("app", nargs="?", help="module:attribute of the tenure.App")
+    p.add_argument("--child", metavar="APP", help=argparse.SUPPRESS)
+    p.add_argument("--processes", type=int, default=2)
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--max-jobs", "--max-jobs-per-process", dest="max_jobs", type=int, default=None)
+    p.add_argument("--queues", default=None)
+    p.add_argument("--url", default=None)
+    p.add_argument("--url-from-env", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=os.environ.get("TENURE_LOG_LEVEL", "INFO"), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
+    if args.child:
+        return _child_main(args)
+    if not args.app:
+        p.error("APP (module:attribute) is required")
+    queues = [q for q in args.queues.split(",") if q] if args.queues else None
+    return run_supervisor(args.app, processes=args.processes, max_jobs_per_process=args.max_jobs,
+                          concurrency=args.concurrency, queues=queues, url=args.url)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

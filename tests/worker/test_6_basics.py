@@ -1,0 +1,451 @@
+"""JOBS-FORMAT checklist §6, the worker's shape: options, concurrency, handler results, backoff,
+outcomes, stats, restarts (rows 6.1-6.8, 6.16-6.18, 6.20, 6.22, 6.27; 3.21, 9.2, 9.6).
+
+Every test runs on both engines with real threads. Tests that look at time stamps use the injected
+clock (``any_store``); the clock is frozen unless a test moves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from tenure.worker import StopResult
+
+from ._wk import Outcomes, wait_for
+
+STATS_KEYS = {"claims", "completions", "failures", "wakes", "polls", "renewals", "lost_settlements",
+              "cancellations", "in_flight", "claim_errors"}
+
+
+def test_6_1_create_worker_with_every_option(any_store, make_worker):
+    """JOBS-FORMAT checklist 6.1: create_worker takes every option and answers an object with
+    start, stop, stats and leases."""
+    seen = Outcomes()
+    w = make_worker(any_store, {"k": lambda p, ctx: p}, concurrency=2, poll_interval=0.05, lease_ms=5000,
+                    owner="w-6.1", renew=True, on_outcome=seen, backoff_base=0.5, backoff_cap=2.0,
+                    stop_grace=1.0)
+    for method in ("start", "stop", "stats", "leases"):
+        assert callable(getattr(w, method))
+    assert (w.concurrency, w.poll_interval, w.lease_ms, w.owner, w.renew, w.stop_grace) == \
+        (2, 0.05, 5000, "w-6.1", True, 1.0)
+    job_id = any_store.jobs.enqueue("k", {"x": 1})
+    assert w.start() is w
+    seen.wait(1)
+    assert w.leases() == []
+    result = w.stop()
+    assert isinstance(result, StopResult) and (result.drained, result.in_flight) == (True, 0)
+    job = any_store.jobs.get(job_id)
+    assert (job.state, job.result, job.lease_owner) == ("done", {"x": 1}, None)
+
+
+@pytest.mark.parametrize("bad,exc", [(0, ValueError), (-1, ValueError), (1.5, TypeError), ("2", TypeError),
+                                     (True, TypeError), (None, TypeError)])
+def test_6_2_concurrency_must_be_a_positive_int(any_store, bad, exc):
+    """JOBS-FORMAT checklist 6.2: concurrency defaults to 1; 0, -1, 1.5, "2" (and bool) raise at
+    construction."""
+    assert any_store.jobs.create_worker({"k": print}).concurrency == 1
+    with pytest.raises(exc):
+        any_store.jobs.create_worker({"k": print}, concurrency=bad)
+
+
+def test_6_3_at_most_concurrency_attempts_at_once(any_store, make_worker):
+    """JOBS-FORMAT checklist 6.3: concurrency=N runs at most N attempts at once; in_flight stops at N."""
+    release = threading.Event()
+    lock = threading.Lock()
+    running, peak = [0], [0]
+
+    def handler(payload, ctx):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        release.wait(10)
+        with lock:
+            running[0] -= 1
+
+    any_store.jobs.enqueue_many([{"kind": "k"} for _ in range(7)])
+    w = make_worker(any_store, {"k": handler}, concurrency=3, poll_interval=0.01)
+    w.start()
+    wait_for(lambda: w.stats()["in_flight"] == 3, what="three attempts in flight")
+    time.sleep(0.1)  # give a fourth claim every chance to happen (it must not)
+    assert w.stats()["in_flight"] == 3 and len(w.leases()) == 3 and peak[0] == 3
+    assert any_store.jobs.counts()["leased"] == 3
+    release.set()
+    wait_for(lambda: any_store.jobs.counts()["done"] == 7, what="all jobs done")
+    assert peak[0] == 3
+
+
+@pytest.mark.parametrize("style", ["sync", "async"])
+def test_6_4_handler_gets_payload_and_ctx_and_its_return_is_the_result(any_store, make_worker, style):
+    """JOBS-FORMAT checklist 6.4 (and 2.4): a handler gets (payload, ctx) with ctx.job,
+    ctx.cancelled and ctx.checkpoints; its return value becomes the result; a None payload stays None."""
+    seen = {}
+
+    def look(payload, ctx):
+        seen[ctx.job.id] = (payload, ctx.job.kind, ctx.cancelled.is_set(), ctx.checkpoints.load(),
+                            ctx.lease.job_id, ctx.attempt)
+        return {"ok": 1, "echo": payload}
+
+    if style == "sync":
+        handler = look
+    else:
+        async def handler(payload, ctx):
+            await asyncio.sleep(0)
+            return look(payload, ctx)
+
+    a = any_store.jobs.enqueue("k", {"n": 1})
+    b = any_store.jobs.enqueue("k", None)
+    w = make_worker(any_store, {"k": handler})
+    w.start()
+    wait_for(lambda: any_store.jobs.counts()["done"] == 2, what="both jobs done")
+    assert any_store.jobs.get(a).result == {"ok": 1, "echo": {"n": 1}}
+    assert any_store.jobs.get(b).result == {"ok": 1, "echo": None}
+    assert seen[a] == ({"n": 1}, "k", False, {}, a, 1)
+    assert seen[b][0] is None
+
+
+def test_6_5_idle_loop_polls_every_poll_interval(live_store, make_worker):
+    """JOBS-FORMAT checklist 6.5 (the polling half; the cross-process pickup is in
+    test_processes.py): an idle worker polls once per poll_interval."""
+    w = make_worker(live_store, {"k": print}, poll_interval=0.05, watch=False, maintenance=False)
+    w.start()
+    time.sleep(0.1)
+    before = w.stats()
+    time.sleep(0.5)
+    after = w.stats()
+    polls = after["polls"] - before["polls"]
+    assert 5 <= polls <= 12, f"{polls} polls in 0.5 s at poll_interval=0.05"
+    assert after["claims"] == 0 and after["wakes"] == before["wakes"]
+
+
+@pytest.mark.parametrize("style", ["sync", "async"])
+def test_6_6_same_store_enqueue_wakes_idle_loops_at_once(live_store, make_worker, style):
+    """JOBS-FORMAT checklist 6.6: with poll_interval=60 s (and no cross-process watcher), an enqueue
+    on the same store starts the handler within ~50 ms; ``wakes`` increases."""
+    started = threading.Event()
+    at = {}
+
+    def mark(payload, ctx):
+        at["start"] = time.perf_counter()
+        started.set()
+
+    if style == "sync":
+        handler = mark
+    else:
+        async def handler(payload, ctx):
+            mark(payload, ctx)
+
+    w = make_worker(live_store, {"k": handler}, poll_interval=60, watch=False, maintenance=False)
+    w.start()
+    wait_for(lambda: w.stats()["wakes"] + w.stats()["polls"] == 0 and time.sleep(0.05) is None,
+             what="the loop to idle")
+    wakes = w.stats()["wakes"]
+    latencies = []
+    for _ in range(3):
+        started.clear()
+        t0 = time.perf_counter()
+        live_store.jobs.enqueue("k")
+        assert started.wait(5), "the handler never started"
+        latencies.append(at["start"] - t0)
+        wait_for(lambda: w.stats()["in_flight"] == 0, what="the attempt to settle")
+    assert min(latencies) < 0.05, latencies  # generous: the median is ~1 ms
+    assert max(latencies) < 0.5, latencies
+    assert w.stats()["wakes"] > wakes
+    assert w.stats()["polls"] == 0
+
+
+@pytest.mark.parametrize("rand_value,share", [(0.0, 0.5), (0.999999, 1.0)])
+def test_6_7_worker_backoff_is_jittered_between_half_and_all(any_store, make_worker, clock, rand,
+                                                             rand_value, share):
+    """JOBS-FORMAT checklist 6.7: the worker's backoff is min(cap, base*2^(attempts-1)), jittered
+    between 1/2 and 1 times; here base 2 s and cap 3 s."""
+    rand.value = rand_value
+
+    def boom(payload, ctx):
+        raise RuntimeError("boom")
+
+    job_id = any_store.jobs.enqueue("k", max_attempts=5)
+    w = make_worker(any_store, {"k": boom}, backoff_base=2.0, backoff_cap=3.0, poll_interval=0.01)
+    w.start()
+    expected = []
+    for attempt in (1, 2, 3):
+        wait_for(lambda a=attempt: (j := any_store.jobs.get(job_id)).state == "failed" and j.attempts == a,
+                 what=f"attempt {attempt} to fail")
+        job = any_store.jobs.get(job_id)
+        delay = job.run_at - clock()
+        expected.append(int(min(3000, 2000 * 2 ** (attempt - 1)) * (0.5 + rand_value / 2)))
+        assert delay == expected[-1], (attempt, delay, expected)
+        assert job.last_error == "boom"
+        clock.advance(delay)
+        any_store.jobs.enqueue("wake")  # a same-store enqueue wakes the loop at once (6.6)
+    assert abs(expected[0] - 2000 * share) <= 1 and abs(expected[1] - 3000 * share) <= 1
+    assert expected[1] == expected[2]  # capped
+
+
+def test_6_7_default_backoff_is_one_second_base(any_store, make_worker, clock, rand):
+    """JOBS-FORMAT checklist 6.7: the defaults are a 1 s base (and a 60 s cap)."""
+    rand.value = 0.0
+    job_id = any_store.jobs.enqueue("k")
+    w = make_worker(any_store, {"k": lambda p, ctx: 1 / 0})
+    w.start()
+    wait_for(lambda: any_store.jobs.get(job_id).state == "failed", what="the failure")
+    assert any_store.jobs.get(job_id).run_at - clock() == 500
+
+
+def test_6_8_max_attempts_belongs_to_the_job(any_store, make_worker):
+    """JOBS-FORMAT checklist 6.8: max_attempts=2 → dead after exactly 2 attempts, whatever the
+    worker's settings."""
+    calls = []
+
+    def boom(payload, ctx):
+        calls.append(ctx.attempt)
+        raise ValueError(f"attempt {ctx.attempt}")
+
+    job_id = any_store.jobs.enqueue("k", max_attempts=2)
+    w = make_worker(any_store, {"k": boom}, backoff_base=0, poll_interval=0.01)
+    w.start()
+    wait_for(lambda: any_store.jobs.get(job_id).state == "dead", what="the job to die")
+    time.sleep(0.05)
+    job = any_store.jobs.get(job_id)
+    assert (job.attempts, job.max_attempts, job.last_error) == (2, 2, "attempt 2")
+    assert calls == [1, 2]
+    assert w.stats()["failures"] == 2
+
+
+def test_6_16_on_outcome_once_per_settled_attempt(any_store, make_worker, other_store, clock):
+    """JOBS-FORMAT checklist 6.16: on_outcome runs once per settled attempt with outcome, job_id,
+    kind, attempt, generation (code and reason when there are some): completed, failed, lost and
+    cancelled in one run."""
+    seen = Outcomes()
+    gate, in_cancel = threading.Event(), threading.Event()
+
+    def handler(payload, ctx):
+        what = payload["what"]
+        if what == "flaky" and ctx.attempt == 1:
+            raise RuntimeError("flaky")
+        if what == "stall" and ctx.attempt == 1:
+            gate.wait(10)
+        if what == "cancel":
+            in_cancel.set()
+            ctx.cancelled.wait(10)
+        return what
+
+    jobs = any_store.jobs
+    ok = jobs.enqueue("k", {"what": "ok"}, id="ok")
+    flaky = jobs.enqueue("k", {"what": "flaky"}, id="flaky")
+    # No polling and no watcher: only same-store enqueues (and retries) wake the worker, so the
+    # rival below claims the stalled job before the worker could reclaim it itself (6.19).
+    w = make_worker(any_store, {"k": handler}, on_outcome=seen, renew=False, lease_ms=1000,
+                    backoff_base=0, concurrency=4, poll_interval=60, watch=False)
+    w.start()
+    seen.wait(3)  # ok, flaky (failed), flaky (completed)
+    stall = jobs.enqueue("k", {"what": "stall"}, id="stall")
+    wait_for(lambda: any(lease.job_id == stall for lease in w.leases()), what="the stalled attempt")
+    rival_jobs = other_store().jobs
+    clock.advance(1000)
+    rival = rival_jobs.claim(["k"], owner="rival")
+    assert rival is not None and rival.job.id == stall
+    gate.set()
+    seen.wait(4)
+    rival_jobs.complete(rival.lease, "rival")
+    cancel = jobs.enqueue("k", {"what": "cancel"}, id="cancel")
+    assert in_cancel.wait(10)
+    (lease,) = [lease for lease in w.leases() if lease.job_id == cancel]
+    assert jobs.cancel(cancel, lease=lease) is True
+    events = seen.wait(5)
+    time.sleep(0.05)
+    assert len(seen.events) == 5, seen.events
+    by = {(e["job_id"], e["attempt"]): e for e in events}
+    assert len(by) == 5
+    assert by[(ok, 1)]["outcome"] == "completed"
+    assert (by[(flaky, 1)]["outcome"], by[(flaky, 1)]["reason"]) == ("failed", "flaky")
+    assert by[(flaky, 2)]["outcome"] == "completed"
+    assert (by[(stall, 1)]["outcome"], by[(stall, 1)]["code"]) == ("lost", "TN2066")
+    assert (by[(cancel, 1)]["outcome"], by[(cancel, 1)]["code"]) == ("cancelled", "TN2065")
+    for e in events:
+        assert {"outcome", "job_id", "kind", "attempt", "generation"} <= set(e)
+        assert e["kind"] == "k" and e["generation"] == e["attempt"]
+    stats = w.stats()
+    assert (stats["completions"], stats["failures"], stats["lost_settlements"], stats["cancellations"]) == \
+        (2, 1, 1, 1)
+
+
+def test_6_17_a_raising_observer_never_affects_the_loop(any_store, make_worker):
+    """JOBS-FORMAT checklist 6.17: with an on_outcome observer that raises, every job still gets done."""
+    calls = []
+
+    def observer(event):
+        calls.append(event)
+        raise RuntimeError("observer exploded")
+
+    any_store.jobs.enqueue_many([{"kind": "k", "payload": i} for i in range(20)])
+    w = make_worker(any_store, {"k": lambda p, ctx: p * 2}, on_outcome=observer, concurrency=4)
+    w.start()
+    wait_for(lambda: any_store.jobs.counts()["done"] == 20, what="all 20 jobs done")
+    wait_for(lambda: len(calls) == 20, what="20 observer calls")
+    assert w.stats()["completions"] == 20
+    assert w.stop().drained
+
+
+def test_6_18_leases_lists_the_leases_held_now(any_store, make_worker):
+    """JOBS-FORMAT checklist 6.18: two blocking handlers → two leases (one per attempt); afterwards none."""
+    release = threading.Event()
+    a = any_store.jobs.enqueue("k", id="a")
+    b = any_store.jobs.enqueue("k", id="b")
+    w = make_worker(any_store, {"k": lambda p, ctx: release.wait(10)}, concurrency=2, lease_ms=60_000)
+    w.start()
+    leases = wait_for(lambda: len(w.leases()) == 2 and w.leases(), what="two leases")
+    assert sorted(lease.job_id for lease in leases) == [a, b]
+    for lease in leases:
+        job = any_store.jobs.get(lease.job_id)
+        assert (job.state, job.lease_generation, job.lease_until) == ("leased", lease.generation, lease.expires_at)
+        assert lease.owner == w.owner
+    release.set()
+    wait_for(lambda: any_store.jobs.counts()["done"] == 2, what="both done")
+    wait_for(lambda: w.leases() == [], what="no lease left")
+
+
+def test_6_20_stats_report_every_counter(any_store, make_worker):
+    """JOBS-FORMAT checklist 6.20: stats() has claims, completions, failures, wakes, polls,
+    renewals, lost settlements, cancellations, in-flight and claim_errors, matching the run."""
+    w = make_worker(any_store, {"ok": lambda p, ctx: 1, "bad": lambda p, ctx: 1 / 0}, poll_interval=0.02,
+                    concurrency=2)
+    assert STATS_KEYS <= set(w.stats()) and set(w.stats().values()) == {0}
+    w.start()
+    any_store.jobs.enqueue_many([{"kind": "ok"}] * 3 + [{"kind": "bad", "max_attempts": 1}] * 2)
+    wait_for(lambda: w.stats()["completions"] + w.stats()["failures"] == 5, what="five settlements")
+    time.sleep(0.1)
+    s = w.stats()
+    assert STATS_KEYS <= set(s)
+    assert (s["claims"], s["completions"], s["failures"], s["in_flight"]) == (5, 3, 2, 0)
+    assert (s["lost_settlements"], s["cancellations"], s["claim_errors"], s["renewals"]) == (0, 0, 0, 0)
+    assert s["wakes"] >= 1 and s["polls"] >= 1
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("__str__ exploded")
+
+
+class _Custom(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("case", ["non-json", "nan", "str-raises", "base-exception", "system-exit",
+                                  "async-non-json", "async-str-raises"])
+def test_6_22_no_handler_outcome_breaks_the_loop(any_store, make_worker, case):
+    """JOBS-FORMAT checklist 6.22: a non-JSON result, or an exception whose str() raises (or a
+    BaseException), becomes an ordinary failed attempt with a message; the next job still runs."""
+    def bad(payload, ctx):
+        if case in ("non-json", "async-non-json"):
+            return {"when": object()}
+        if case == "nan":
+            return float("nan")
+        if case in ("str-raises", "async-str-raises"):
+            raise _Unprintable()
+        if case == "base-exception":
+            raise _Custom("custom base")
+        raise SystemExit(3)
+
+    handler = bad
+    if case.startswith("async"):
+        async def handler(payload, ctx):
+            return bad(payload, ctx)
+
+    job_id = any_store.jobs.enqueue("bad", max_attempts=1)
+    w = make_worker(any_store, {"bad": handler, "good": lambda p, ctx: "fine"})
+    w.start()
+    wait_for(lambda: any_store.jobs.get(job_id).state == "dead", what="the bad job to die")
+    job = any_store.jobs.get(job_id)
+    assert job.last_error, job
+    if "json" in case or case == "nan":
+        assert "JSON" in job.last_error and job.result is None
+    elif "str-raises" in case:
+        assert job.last_error == "_Unprintable"
+    good = any_store.jobs.enqueue("good")
+    wait_for(lambda: any_store.jobs.get(good).state == "done", what="the next job")
+    assert any_store.jobs.get(good).result == "fine"
+    assert w.stats()["failures"] == 1 and w.running
+
+
+def test_6_27_a_restart_builds_fresh_loops(any_store, make_worker):
+    """JOBS-FORMAT checklist 6.27: a later start() builds fresh loops, re-registers the wake hook and
+    the close-time stop; a cancelled loop is never revived: concurrent claims stay <= concurrency."""
+    lock = threading.Lock()
+    running, peak = [0], [0]
+
+    def handler(payload, ctx):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
+
+    w = make_worker(any_store, {"k": handler}, concurrency=2, poll_interval=0.01)
+    for _ in range(3):
+        w.start()
+        w.stop()
+    assert not w.running and w not in any_store._workers
+    w.start()
+    dispatchers = [t for t in threading.enumerate() if t.name == "tenure-dispatch" and t.is_alive()]
+    assert len(dispatchers) == 1
+    assert any_store._wake_hooks.count(w._on_local_enqueue) == 1 and any_store._workers.count(w) == 1
+    any_store.jobs.enqueue_many([{"kind": "k"} for _ in range(30)])
+    wait_for(lambda: any_store.jobs.counts()["done"] == 30, what="30 jobs done")
+    assert peak[0] <= 2
+    assert w.stats()["claims"] == 30
+    any_store.close()  # the close-time stop reaches the restarted worker
+    assert not w.running
+
+
+def test_3_21_a_worker_made_in_a_transaction_is_root_owned(any_store):
+    """JOBS-FORMAT checklist 3.21: a worker created through tx.jobs is not bound to that transaction:
+    roll it back, start the worker, and jobs are processed."""
+    with pytest.raises(RuntimeError):
+        with any_store.transaction() as tx:
+            w = tx.jobs.create_worker({"k": lambda p, ctx: "done"})
+            tx.jobs.enqueue("k", id="rolled-back")
+            raise RuntimeError("roll back")
+    job_id = any_store.jobs.enqueue("k")
+    w.start()
+    try:
+        wait_for(lambda: any_store.jobs.get(job_id).state == "done", what="the job")
+        assert any_store.jobs.get("rolled-back") is None
+        assert w.store is any_store
+    finally:
+        w.stop()
+
+
+def test_9_2_a_worker_started_twice_is_a_type_error(any_store, make_worker):
+    """JOBS-FORMAT checklist 9.2: a malformed handler map and a second start() raise TypeError."""
+    for handlers in ({"k": 1}, {3: print}, ["k"], {}):
+        with pytest.raises(TypeError):
+            any_store.jobs.create_worker(handlers)
+    w = make_worker(any_store, {"k": print})
+    w.start()
+    with pytest.raises(TypeError):
+        w.start()
+    assert w.running
+    w.stop()
+    w.start()  # a stopped worker may start again
+    assert w.running
+
+
+def test_9_6_a_job_failure_is_data_never_raised(any_store, make_worker):
+    """JOBS-FORMAT checklist 9.6: with an always-raising handler, start and stop raise nothing; the
+    failure lands in last_error and the §4 states."""
+    def always(payload, ctx):
+        raise KeyError("always")
+
+    job_id = any_store.jobs.enqueue("k", max_attempts=3)
+    w = make_worker(any_store, {"k": always}, backoff_base=0, poll_interval=0.01)
+    w.start()
+    wait_for(lambda: any_store.jobs.get(job_id).state == "dead", what="dead")
+    result = w.stop()
+    assert result.drained
+    job = any_store.jobs.get(job_id)
+    assert (job.attempts, job.last_error) == (3, "'always'")

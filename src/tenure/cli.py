@@ -31,7 +31,7 @@ import click
 
 from . import connect
 from .engine import redact_url
-from .errors import InvalidArgument, InvalidType, TenureError
+from .errors import InvalidArgument, InvalidSchedule, InvalidType, InvalidURL, TenureError
 from .records import STATES
 
 if TYPE_CHECKING:
@@ -63,7 +63,8 @@ def _fail(message: str, code: int = EXIT_ERROR) -> None:
 
 
 def _is_usage(exc: TenureError) -> bool:
-    return isinstance(exc, InvalidArgument | InvalidType) or exc.code.startswith("TN1")
+    """Bad input (exit 2): a refused argument, schedule or URL; everything else exits 1."""
+    return isinstance(exc, InvalidArgument | InvalidType | InvalidSchedule | InvalidURL) or exc.code.startswith("TN1")
 
 
 class _Group(click.Group):
@@ -821,7 +822,8 @@ def schedules_list(url: str | None, as_json: bool) -> None:
         click.echo("no schedules")
         return
     print_table(["name", "cron", "tz", "kind", "queue", "next fire (UTC)", "last fire (UTC)"],
-                [(s.get("name"), s.get("cron"), s.get("tz"), s.get("kind"), s.get("queue") or "",
+                [(s.get("name") + (f" #{s['key']}" if s.get("key") else ""), s.get("cron"), s.get("tz"),
+                  s.get("kind"), s.get("queue") or "",
                   fmt_ms(s.get("next_fire_at")), fmt_ms(s.get("last_fire_at"))) for s in items])
 
 
@@ -833,16 +835,17 @@ def schedules_list(url: str | None, as_json: bool) -> None:
 @click.option("--payload", default=None, metavar="JSON")
 @click.option("--tz", default="UTC", show_default=True, help="IANA time zone the cron is read in.")
 @click.option("--queue", default=None)
+@click.option("--key", default="", help="A sub-key: several schedules may share a NAME with different keys.")
 @json_option
 def schedules_add(name: str, cron: str, kind: str, url: str | None, payload: str | None, tz: str,
-                  queue: str | None, as_json: bool) -> None:
+                  queue: str | None, key: str, as_json: bool) -> None:
     """Enqueue KIND on every CRON boundary (five fields or @hourly-style aliases), e.g.
     tenure schedules add nightly "0 3 * * *" reports.build --tz Europe/Paris."""
     body = _payload(payload, "--payload")
     store = open_store(url)
     try:
         registry = _need(store, "schedules", "schedules (store.schedules)")
-        result = registry.add(name, cron, kind, body, tz=tz, queue=queue)
+        result = registry.add(name, cron, kind, body, tz=tz, queue=queue, key=key)
     finally:
         _close(store)
     if as_json:
@@ -854,13 +857,14 @@ def schedules_add(name: str, cron: str, kind: str, url: str | None, payload: str
 @schedules.command("remove")
 @click.argument("name")
 @url_option
+@click.option("--key", default="", help="The sub-key the schedule was added with.")
 @json_option
-def schedules_remove(name: str, url: str | None, as_json: bool) -> None:
+def schedules_remove(name: str, url: str | None, key: str, as_json: bool) -> None:
     """Remove schedule NAME."""
     store = open_store(url)
     try:
         registry = _need(store, "schedules", "schedules (store.schedules)")
-        removed = registry.remove(name)
+        removed = registry.remove(name, key=key)
     finally:
         _close(store)
     removed = True if removed is None else bool(removed)
@@ -913,8 +917,7 @@ def _print_run(data: Any) -> None:
         print_table(["field", "value"], [(k, _short(v, 80)) for k, v in head])
     nodes = data.get("nodes")
     if isinstance(nodes, list) and nodes and isinstance(nodes[0], dict):
-        cols = [c for c in ("id", "node_id", "name", "state", "needs", "version", "value", "generation")
-                if any(c in n for n in nodes)]
+        cols = [c for c in ("id", "task", "needs", "status", "generation", "value") if any(c in n for n in nodes)]
         print_table(cols, [[_short(json.dumps(n.get(c), default=_jsonable) if isinstance(n.get(c), dict | list)
                                    else n.get(c), 50) for c in cols] for n in nodes])
     for k, v in data.items():

@@ -54,10 +54,44 @@ def _seed(url: str) -> dict[str, str]:
     return ids
 
 
+def _workflow(gate, started):
+    """A three-node flow whose middle node waits for ``gate``: a run stays visibly in progress."""
+    from tenure.flow import Flow
+
+    flow = Flow("weekly-report", revision="7", output="publish")
+    flow.registry.add("fetch", lambda ctx: {"rows": 1250}, version=1)
+
+    def transform(ctx):
+        started.set()
+        gate.wait(60)
+        return {"clean_rows": ctx["fetch"]["rows"] - 3}
+
+    flow.registry.add("transform", transform, version=2)
+    flow.registry.add("publish", lambda ctx: {"url": "s3://reports/week-47.pdf"}, version=1)
+    flow.node("fetch")
+    flow.node("transform", needs=["fetch"])
+    flow.node("publish", needs=["transform"])
+    return flow
+
+
 @pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
 def test_operator_flow_in_chromium(store_url, serve, browser):
+    import threading
+
+    from tenure.flow import Runner
+
     ids = _seed(store_url)
     store = tenure.connect(store_url)
+    store.schedules.add("nightly-report", "0 3 * * *", "weekly-report", {"input": {"week": "auto"}},
+                        tz="Europe/Paris", queue="reports")
+    store.schedules.add("heartbeat", "*/5 * * * *", "ops.ping")
+    gate, started = threading.Event(), threading.Event()
+    # The runner's own store, with a wall clock injected: without an injected clock the SQLite
+    # worker heartbeat currently fails (NOT NULL tenure_workers.started_at; reported).
+    run_store = tenure.connect(store_url, clock=lambda: time.time_ns() // 1_000_000)
+    runner = Runner(run_store, [_workflow(gate, started)], poll_interval=0.05, concurrency=2).start()
+    store.jobs.enqueue("weekly-report", {"input": {"week": 47}}, id="run-week-47", queue="reports")
+    assert started.wait(20)
     srv = serve(create_app(store, poll_ms=500))
     base = srv.url()
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -78,6 +112,7 @@ def test_operator_flow_in_chromium(store_url, serve, browser):
         assert int(page.inner_text(".card[data-state='done'] .n")) > 300
         assert page.locator("#chart svg rect").count() == 120  # 60 minutes x (done, failed+dead)
         assert "failure rate" in page.inner_text("#rate")
+        page.wait_for_function("document.querySelector('#rate').textContent.includes('Workers alive: 1 of 1')")
         page.screenshot(path=str(SHOTS / "overview.png"), full_page=True)
         target = REPO / "docs" / "img" / "dashboard.png"
         if not target.exists() or os.environ.get("TENURE_UPDATE_SCREENSHOTS"):
@@ -140,11 +175,27 @@ def test_operator_flow_in_chromium(store_url, serve, browser):
         page.wait_for_selector("#queue-table tr[data-queue='emails'] button[data-action='pause']")
         assert store.queues.get("emails").paused is False
 
-        for path, shot in (("/workers", "workers.png"), ("/schedules", "schedules.png")):
-            page.goto(base + path)
-            page.wait_for_selector("#live.ok")
-            page.screenshot(path=str(SHOTS / shot), full_page=True)
+        # 6. The workflow run: done, running and pending nodes with their values.
+        page.goto(f"{base}/runs/run-week-47")
+        page.wait_for_selector("#node-table")
+        statuses = [page.inner_text(f"#node-table tr[data-node='{n}'] .badge") for n in ("fetch", "transform",
+                                                                                       "publish")]
+        assert statuses == ["done", "running", "pending"]
+        assert "1250" in page.inner_text("#node-table tr[data-node='fetch']")
+        page.screenshot(path=str(SHOTS / "workflow-run.png"), full_page=True)
+
+        # 7. Workers (the runner's worker heartbeats into the registry) and schedules.
+        page.goto(base + "/workers")
+        page.wait_for_selector("#worker-table .badge.alive")
+        page.screenshot(path=str(SHOTS / "workers.png"), full_page=True)
+        page.goto(base + "/schedules")
+        page.wait_for_selector("#schedule-table tr[data-schedule='nightly-report']")
+        assert "Europe/Paris" in page.inner_text("#schedule-table tr[data-schedule='nightly-report']")
+        page.screenshot(path=str(SHOTS / "schedules.png"), full_page=True)
         assert errors == []
     finally:
         ctx.close()
+        gate.set()
+        runner.stop(grace=2)
+        run_store.close()
         store.close()

@@ -78,3 +78,41 @@ def test_queue_summaries_and_the_overview_cache(any_store, clock):
     assert insights.overview(fresh=True).counts["pending"] == 3
     versions = insights.schema_versions()
     assert [v for v, _, _ in versions] == sorted(v for v, _, _ in versions) and versions[0][0] == 1
+
+
+def test_an_expensive_overview_is_refreshed_in_the_background(any_store):
+    """A pass that takes longer than INLINE_REFRESH_MAX_S is never recomputed inside a request once
+    there is one: the request answers the previous overview (with its read time) and one
+    background refresh replaces it."""
+    import threading
+    import time
+
+    from tenure.dashboard import insights as mod
+
+    calls, release = [], threading.Event()
+
+    class Slow(Insights):
+        def _read_overview(self):
+            calls.append(1)
+            if len(calls) > 1:
+                release.wait(10)  # the background refresh, held until the test lets it go
+            else:
+                time.sleep(mod.INLINE_REFRESH_MAX_S + 0.05)
+            return super()._read_overview()
+
+    any_store.jobs.enqueue("k")
+    ins = Slow(any_store, ttl=60)
+    first = ins.overview()
+    assert first.counts["pending"] == 1 and first.computed_ms >= mod.INLINE_REFRESH_MAX_S * 1000
+    any_store.jobs.enqueue("k")
+    ins.invalidate()
+    t0 = time.monotonic()
+    assert ins.overview() is first and ins.overview() is first  # stale, answered at once
+    assert time.monotonic() - t0 < 0.2
+    release.set()
+    deadline = time.monotonic() + 10
+    while ins.overview() is first:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert len(calls) == 2  # one refresh, however many reads
+    assert ins.overview().counts["pending"] == 2

@@ -33,6 +33,7 @@ import ipaddress
 import json
 import os
 import secrets
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -234,6 +235,7 @@ and in the <code>tenure</code> CLI.</p></noscript>
             "throughput": {"since": tp.since, "until": tp.until, "bucket_ms": tp.bucket_ms,
                            "buckets": tp.buckets, "totals": tp.totals()},
             "workers_alive": ov.workers_alive, "workers_total": ov.workers_total,
+            "computed_ms": ov.computed_ms, "age_ms": max(0, time.time_ns() // 1_000_000 - ov.read_at),
             "actions": self.actions_allowed(request),
         })
 

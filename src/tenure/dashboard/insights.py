@@ -12,22 +12,34 @@ Swept jobs no longer count. Exact per-attempt counters are the worker's (``tenur
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..maintenance import DEFAULT_WORKER_DEAD_AFTER_MS
 from ..records import STATES
 
 if TYPE_CHECKING:
     from ..store import Store
 
-#: A worker whose last heartbeat is older than this is shown as not alive.
-WORKER_STALE_MS = 60_000
+log = logging.getLogger("tenure.dashboard")
+
+#: A worker whose last heartbeat is older than this is shown as not alive: the maintenance
+#: service's own threshold for reaping it (heartbeats come every few seconds).
+WORKER_STALE_MS = DEFAULT_WORKER_DEAD_AFTER_MS
 #: How long a computed overview is reused (the dashboard polls every 2 s; many browsers and a
 #: Prometheus scrape then cost one pass over the jobs table, not one each).
 DEFAULT_TTL_S = 1.5
+#: An overview is also reused for this many times as long as it took to compute, so a big table
+#: costs the store at most about 1/COST_FACTOR of one connection's time, however many viewers.
+COST_FACTOR = 5
+#: An overview that took longer than this is refreshed in the background while viewers keep the
+#: previous one (with its age); a cheaper one is recomputed in the request.
+INLINE_REFRESH_MAX_S = 0.25
 #: The throughput window and its buckets.
 WINDOW_MS = 3_600_000
 BUCKET_MS = 60_000
@@ -98,6 +110,9 @@ class Overview:
     workers_alive: int
     workers_total: int
     store: str = field(default="")
+    #: How long it took to read, and when (this host's wall clock, epoch ms): viewers show its age.
+    computed_ms: int = 0
+    read_at: int = 0
 
 
 def _json_or_text(value: Any) -> Any:
@@ -117,7 +132,9 @@ class Insights:
         self.ttl = ttl
         self.worker_stale_ms = worker_stale_ms
         self._lock = threading.Lock()
-        self._cached: tuple[float, Overview] | None = None
+        self._cached: tuple[float, float, Overview] | None = None  # (monotonic at, seconds, value)
+        self._stale = False
+        self._refreshing = False
 
     # -- clock ---------------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -199,32 +216,69 @@ class Insights:
             return [(int(v), n, int(a)) for v, n, a in s.insight_schema_versions()]
 
     def overview(self, *, fresh: bool = False) -> Overview:
-        """Counts per state and per queue, throughput over the last hour, and workers alive —
-        reused for ``ttl`` seconds unless ``fresh``."""
-        if not fresh and self.ttl > 0:
-            cached = self._cached
-            if cached is not None and time.monotonic() - cached[0] < self.ttl:
-                return cached[1]
+        """Counts per state and per queue, throughput over the last hour, and workers alive.
+
+        Reused for ``ttl`` seconds, or :data:`COST_FACTOR` times as long as it took to compute
+        when that is longer. When it must be refreshed: recomputed in this call if it was cheap
+        (or there is none yet, or ``fresh``); otherwise refreshed in the background while this
+        call answers the previous one (``read_at`` says how old it is)."""
+        cached = self._cached
+        if cached is not None and not fresh:
+            at, took, ov = cached
+            if not self._stale and time.monotonic() - at < max(self.ttl, COST_FACTOR * took):
+                return ov
+            if took > INLINE_REFRESH_MAX_S:
+                self._refresh_in_background()
+                return ov
         with self._lock:
             cached = self._cached
-            if not fresh and self.ttl > 0 and cached is not None and time.monotonic() - cached[0] < self.ttl:
-                return cached[1]
-            ov = self._read_overview()
-            self._cached = (time.monotonic(), ov)
-            return ov
+            if cached is not None and not fresh and not self._stale and \
+                    time.monotonic() - cached[0] < max(self.ttl, COST_FACTOR * cached[1]):
+                return cached[2]  # another request refreshed it while this one waited
+            return self._refresh()
+
+    def _refresh(self) -> Overview:
+        self._stale = False
+        t0 = time.monotonic()
+        ov = self._read_overview()
+        took = time.monotonic() - t0
+        ov = dataclasses.replace(ov, computed_ms=int(took * 1000), read_at=time.time_ns() // 1_000_000)
+        self._cached = (time.monotonic(), took, ov)
+        return ov
+
+    def _refresh_in_background(self) -> None:
+        with self._lock:
+            if self._refreshing:
+                return
+            self._refreshing = True
+
+        def run() -> None:
+            try:
+                with self._lock:
+                    self._refresh()
+            except Exception as exc:  # noqa: BLE001 - viewers keep the last overview; logged
+                log.warning("refreshing the dashboard overview failed: %s", exc)
+            finally:
+                self._refreshing = False
+
+        threading.Thread(target=run, name="tenure-insights", daemon=True).start()
 
     def invalidate(self) -> None:
-        """Forget the cached overview (after an action, so the next poll shows its effect)."""
-        self._cached = None
+        """Mark the overview stale (after an action, so the next read shows its effect)."""
+        self._stale = True
 
     def _read_overview(self) -> Overview:
         store = self.store
         store.jobs  # noqa: B018
+        # Three sessions, not one: on SQLite each holds the store gate, and other callers (the
+        # jobs page, a local worker) get their turn between the long reads.
         with store._session() as s:
             now = store._now_or(s, store._now())
             registry = s.insight_queues()
             counts = s.insight_queue_counts()
+        with store._session() as s:
             tp = self._throughput(s, now, WINDOW_MS, BUCKET_MS)
+        with store._session() as s:
             workers = [self._worker(r, now) for r in s.insight_workers(MAX_WORKERS_SHOWN)]
         queues = self._summaries(registry, counts)
         totals = dict.fromkeys(STATES, 0)

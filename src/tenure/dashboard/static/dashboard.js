@@ -214,7 +214,9 @@
         var t = d.throughput.totals, settled = t.done + t.failed + t.dead;
         rate.textContent = "Last hour: " + t.done + " done, " + t.failed + " failed (retrying), " + t.dead + " dead, " +
           t.cancelled + " cancelled — failure rate " + (settled ? (100 * (t.failed + t.dead) / settled).toFixed(1) : "0.0") +
-          "%. Workers alive: " + d.workers_alive + " of " + d.workers_total + ".";
+          "%. Workers alive: " + d.workers_alive + " of " + d.workers_total + "." +
+          (d.age_ms > 3000 ? " Counts as of " + Math.round(d.age_ms / 1000) + " s ago (a pass over the jobs table took " +
+            d.computed_ms + " ms; refreshed in the background)." : "");
         var dlqs = {};
         d.queues.forEach(function (q) { if (q.dead_letter) dlqs[q.dead_letter] = true; });
         var rows = d.queues.map(function (q) {

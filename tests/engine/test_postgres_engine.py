@@ -585,9 +585,13 @@ def test_group_limit_and_singleton_policy(engine):
         ids = sorted(r[0] for r in rows)
         assert ids == ["g0", "g1", "g2", "s-other", "s0"]
         assert s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0, limit=50) == []
+        # Without the queue's policy (so without its lock) one batch still takes one job per key.
+        s.job_insert([_job(f"p{i}", queue="plain", singleton_key="K", policy="stately") for i in range(3)], T0)
+        assert [r[0] for r in s.job_claim(kinds=None, queues=["plain"], owner="w", lease_ms=1000, now=T0,
+                                          limit=50)] == ["p0"]
         # Leases ending free both limits again.
         again = s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0 + 1000, limit=50)
-        assert len(again) == 5
+        assert len(again) == 6
 
 
 def test_a_paused_queue_is_not_claimed(engine):

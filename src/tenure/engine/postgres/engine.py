@@ -124,17 +124,18 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
         if not limits:
             return conn.execute(_claim_sql(kinds, queues), _claim_params(
                 kinds, queues, owner, lease_ms, now, limit)).fetchall()
-        # Limited queues: every claimer of such a queue takes its advisory lock (in name order, so
-        # two claimers never wait on each other in a cycle) and holds it to the end of this
-        # transaction; each statement below then sees every committed lease, so the count is exact
-        # across processes. Unlimited queues are claimed first, in one statement, without a lock.
+        # Limited queues (a concurrency or group limit, or a singleton policy): every claimer of
+        # such a queue takes its advisory lock (in name order, so two claimers never wait on each
+        # other in a cycle) and holds it to the end of this transaction; each statement below then
+        # sees every committed lease, so the count (or "is this key leased?") is exact across
+        # processes. Unlimited queues are claimed first, in one statement, without a lock.
         limited = [lim[0] for lim in limits]
         rows: list[JobRow] = []
         with _atomic(conn):
             if queues is None or any(q not in limited for q in queues):
                 rows = conn.execute(_claim_sql(kinds, queues, excluded=True), _claim_params(
                     kinds, queues, owner, lease_ms, now, limit, excluded=limited)).fetchall()
-            for name, conc, group_limit, serial in limits:
+            for name, conc, group_limit, _serial in limits:
                 if len(rows) >= limit:
                     break
                 conn.execute(Q.LOCK_QUEUE, {"name": name})
@@ -146,11 +147,9 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                             break
                         want = min(want, conc - leased)
                     params = _claim_params(kinds, [name], owner, lease_ms, now, want)
-                    if group_limit is not None or serial:
-                        # One at a time: each claim changes which groups are full / which singleton
-                        # keys are taken, and the next statement must see it.
-                        params["limit"] = want = 1
                     if group_limit is not None:
+                        # One at a time: each claim may fill a group, and the next must see it.
+                        params["limit"] = want = 1
                         params["full_groups"] = [r[0] for r in conn.execute(
                             Q.SATURATED_GROUPS, {"queue": name, "now": now, "group_limit": group_limit})]
                     sql = _claim_sql(kinds, [name], group_filter=group_limit is not None)
@@ -158,7 +157,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                     rows.extend(got)
                     if len(got) < want:
                         break
-        return rows
+        return sorted(rows, key=_claim_order) if len(rows) > 1 else rows
 
     def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
         return self._conn.execute(Q.RENEW, {"id": job_id, "token": token, "lease_ms": lease_ms,
@@ -241,6 +240,10 @@ def _insert_rows(jobs: Sequence[NewJob], now: int | None) -> dict[str, Any]:
              j.origin_id, j.retry_delay_ms, None if j.retry_backoff is None else int(j.retry_backoff),
              j.retry_delay_max_ms, j.keep_until, j.delete_after_ms, j.last_error] for j in jobs]
     return {"now": now, "rows": json.dumps(rows)}
+
+
+def _claim_order(row: JobRow) -> tuple:
+    return (-row[15], row[4], row[12], row[0])  # priority DESC, run_at, created_at, id
 
 
 _CLAIM_CACHE: dict[tuple, str] = {}
@@ -640,7 +643,7 @@ class PostgresEngine(Engine):
 
     def reset_for_tests(self) -> None:
         with self.session() as s:
-            s.execute(Q.TRUNCATE)
+            s.execute(s.execute(Q.TRUNCATE_STATEMENT).fetchone()[0])
 
     # -- errors ------------------------------------------------------------------------------
     def _scrub(self, text: str) -> str:

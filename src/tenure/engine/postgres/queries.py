@@ -40,27 +40,37 @@ _ELIGIBLE_FILTERS = f"""
                            AND a.lease_until > {NOW} AND a.id <> j.id))
 """
 
+# A 'singleton'/'stately' job waits while another job of its key holds a live lease (issue 5).
+SERIAL = "policy IN ('singleton', 'stately') AND singleton_key IS NOT NULL"
+
 # One statement: pick eligible ids in claim order from each index-friendly branch (due
-# pending/failed rows through the partial claim index, expired leases through the leased
-# index), locking them with SKIP LOCKED so concurrent claimers pass each other instead of
-# queueing, then lease the first :limit of the union, minting a token per row. A row another
-# transaction changed meanwhile is re-checked against the WHERE clause by the lock (READ
-# COMMITTED's re-evaluation), so no attempt is handed out twice. Queue and group concurrency
-# limits are applied by the engine (it shrinks :limit and excludes saturated groups) under a
-# per-queue advisory lock; see PostgresSession.job_claim.
+# pending/failed rows through a partial claim index, expired leases through the leased index),
+# locking them with SKIP LOCKED so concurrent claimers pass each other instead of queueing, then
+# lease the first :limit of the union, minting a token per row. A row another transaction changed
+# meanwhile is re-checked against the WHERE clause by the lock (READ COMMITTED's re-evaluation),
+# so no attempt is handed out twice. Of the 'singleton'/'stately' candidates sharing a key only
+# the first is taken (key_rank), as on SQLite, so one batch never leases two jobs of one key.
+# Queue and group concurrency limits, and the singleton policies across processes, are applied by
+# the engine under a per-queue advisory lock; see PostgresSession.job_claim.
+_CANDIDATE = "SELECT j.id, j.priority, j.run_at, j.created_at, j.queue, j.policy, j.singleton_key"
 CLAIM = f"""
 WITH {CLOCK},
 due AS (
-  SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j
+  {_CANDIDATE} FROM tenure_jobs j
   WHERE j.state IN ('pending', 'failed') AND j.run_at <= {NOW} {_ELIGIBLE_FILTERS}
   ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT %(limit)s
   FOR UPDATE OF j SKIP LOCKED),
 expired AS (
-  SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j
+  {_CANDIDATE} FROM tenure_jobs j
   WHERE j.state = 'leased' AND j.lease_until <= {NOW} {_ELIGIBLE_FILTERS}
   ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT %(limit)s
   FOR UPDATE OF j SKIP LOCKED),
-chosen AS (SELECT id FROM (SELECT * FROM due UNION ALL SELECT * FROM expired) p
+ranked AS (
+  SELECT id, priority, run_at, created_at, row_number() OVER (
+    PARTITION BY CASE WHEN {SERIAL} THEN queue END, CASE WHEN {SERIAL} THEN singleton_key ELSE id END
+    ORDER BY priority DESC, run_at, created_at, id) AS key_rank
+  FROM (SELECT * FROM due UNION ALL SELECT * FROM expired) p),
+chosen AS (SELECT id FROM ranked WHERE key_rank = 1
            ORDER BY priority DESC, run_at, created_at, id LIMIT %(limit)s),
 claimed AS (
   UPDATE tenure_jobs j SET state = 'leased', lease_owner = %(owner)s,
@@ -320,7 +330,12 @@ TABLES = (
     "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
     "tenure_leader", "tenure_workers",
 )
-TRUNCATE = f"TRUNCATE {', '.join(TABLES)}"
+# Every tenure table of the current schema except the migration log (so tables added by later
+# migrations are emptied too), as one TRUNCATE statement.
+TRUNCATE_STATEMENT = """
+SELECT 'TRUNCATE ' || string_agg(format('%I', tablename), ', ' ORDER BY tablename) FROM pg_tables
+WHERE schemaname = current_schema() AND tablename LIKE 'tenure\\_%' AND tablename <> 'tenure_migrations'
+"""
 
 LISTEN = "LISTEN tenure_jobs"
 CHANNEL = "tenure_jobs"

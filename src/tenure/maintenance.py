@@ -22,6 +22,10 @@ delete settled jobs       leader    done/dead/cancelled jobs past ``updated_at +
 reap dead workers         leader    a worker row silent for ``worker_dead_after_ms`` is deleted,
                                     and the live leases it held end at once (the fence refuses
                                     the vanished attempt; the next claim recovers the job)
+vacuum backstop           leader    PostgreSQL: ``VACUUM (ANALYZE) tenure_jobs`` when its dead
+                                    tuples exceed :data:`VACUUM_DEAD_MIN` + 20% of its live ones
+                                    (ten times looser than the table's autovacuum setting, so it
+                                    acts only where autovacuum is off or falling behind)
 ========================  ========  ==========================================================
 
 Attempts whose worker vanished are otherwise recovered by lease expiry, as JOBS-FORMAT §5 says:
@@ -77,6 +81,10 @@ SWEEP_BATCH = 1_000
 MAX_BATCHES_PER_PASS = 10
 #: A sweep that hit its batch cap comes back this soon (seconds) instead of at its cadence.
 BACKLOG_INTERVAL = 1.0
+DEFAULT_VACUUM_INTERVAL = 30.0
+#: The vacuum backstop runs when dead tuples exceed VACUUM_DEAD_MIN + VACUUM_DEAD_FRACTION x live.
+VACUUM_DEAD_MIN = 1_000
+VACUUM_DEAD_FRACTION = 0.2
 EXPIRED_ERROR = "expired: not started within retention"
 _REPEAT_WARNING = 60.0
 
@@ -95,6 +103,7 @@ class MaintenanceConfig:
     expire_interval: float = DEFAULT_EXPIRE_INTERVAL
     delete_interval: float = DEFAULT_DELETE_INTERVAL
     reap_interval: float = DEFAULT_REAP_INTERVAL
+    vacuum_interval: float = DEFAULT_VACUUM_INTERVAL
     leader_ttl_ms: int = DEFAULT_LEADER_TTL_MS
     worker_dead_after_ms: int = DEFAULT_WORKER_DEAD_AFTER_MS
     #: None keeps settled jobs that have no ``delete_after`` of their own forever.
@@ -106,10 +115,12 @@ class MaintenanceConfig:
     schedules: bool = True
     #: Take part in leader election and run the sweeps when leading.
     sweeps: bool = True
+    #: PostgreSQL: vacuum the jobs table when autovacuum leaves too many dead tuples (leader).
+    vacuum: bool = True
 
     def __post_init__(self) -> None:
         for f in ("schedule_interval", "heartbeat_interval", "expire_interval", "delete_interval",
-                  "reap_interval"):
+                  "reap_interval", "vacuum_interval"):
             val = getattr(self, f)
             if isinstance(val, bool) or not isinstance(val, int | float):
                 raise InvalidType(f"{f} must be a number of seconds, got {val!r}")
@@ -133,7 +144,7 @@ class MaintenanceConfig:
         if self.worker_dead_after_ms <= self.heartbeat_interval * 1000:
             raise InvalidArgument("worker_dead_after_ms must be longer than heartbeat_interval, or "
                                   "live workers would be reaped")
-        for f in ("schedules", "sweeps"):
+        for f in ("schedules", "sweeps", "vacuum"):
             if not isinstance(getattr(self, f), bool):
                 raise InvalidType(f"{f} must be True or False")
 
@@ -155,7 +166,7 @@ class WorkerInfo:
 
 
 _COUNTERS = ("passes", "fired", "heartbeats", "elections", "leader_terms", "expired", "deleted",
-             "leases_released", "workers_reaped", "schedules_synced", "errors")
+             "leases_released", "workers_reaped", "vacuums", "schedules_synced", "errors")
 
 
 class Maintainer:
@@ -248,7 +259,8 @@ class Maintainer:
     def run_once(self, *, drain: bool = True) -> dict[str, int]:
         """Run every duty once, now, in this thread, whoever leads (every duty is safe to run
         concurrently with a leader's): fire due schedules, heartbeat local workers, expire queued
-        jobs, delete settled jobs, reap dead workers. With ``drain``, sweeps continue until nothing
+        jobs, delete settled jobs, reap dead workers, and (PostgreSQL) vacuum the jobs table if
+        it holds too many dead tuples. With ``drain``, sweeps continue until nothing
         is left (still one short transaction per batch). Errors propagate (coded). Answers the
         counts per duty."""
         out = {"fired": self.fire_schedules(), "heartbeats": self.heartbeat()}
@@ -257,6 +269,7 @@ class Maintainer:
         leases, workers = self.reap_workers()
         out["leases_released"] = leases
         out["workers_reaped"] = workers
+        out["vacuums"] = int(self._config.vacuum and self.vacuum_jobs())
         self._count("passes")
         return out
 
@@ -373,6 +386,21 @@ class Maintainer:
         self._count("workers_reaped", workers)
         return leases, workers
 
+    def vacuum_jobs(self, *, force: bool = False, cancel: threading.Event | None = None) -> bool:
+        """PostgreSQL: ``VACUUM (ANALYZE) tenure_jobs`` if its dead tuples exceed
+        :data:`VACUUM_DEAD_MIN` + :data:`VACUUM_DEAD_FRACTION` x its live ones (or ``force``).
+        Answers whether it vacuumed. A no-op on SQLite. A set ``cancel`` cancels a running vacuum."""
+        with self.store._session(cancel) as s:
+            if not force:
+                dead, live, _ = s.jobs_dead_tuples()
+                if dead <= VACUUM_DEAD_MIN + VACUUM_DEAD_FRACTION * live:
+                    return False
+                log.info("vacuuming tenure_jobs: %d dead tuples for %d live", dead, live)
+            ran = s.jobs_vacuum(cancel)
+        if ran:
+            self._count("vacuums")
+        return ran
+
     def _batches(self, batch, drain: bool, cancel: threading.Event | None) -> int:
         cfg = self._config
         total = rounds = 0
@@ -447,7 +475,7 @@ class Maintainer:
         cfg = self._config
         due = {"heartbeat": start, "elect": start, "schedules": start,
                "expire": start + cfg.expire_interval, "delete": start + cfg.delete_interval,
-               "reap": start + cfg.reap_interval}
+               "reap": start + cfg.reap_interval, "vacuum": start + cfg.vacuum_interval}
         while not stop.is_set():
             self._kick.clear()
             cfg = self._config
@@ -468,7 +496,8 @@ class Maintainer:
             leading = cfg.sweeps and self.is_leader()
             for duty, interval, fn in (("expire", cfg.expire_interval, self._sweep_expire),
                                        ("delete", cfg.delete_interval, self._sweep_delete),
-                                       ("reap", cfg.reap_interval, self._sweep_reap)):
+                                       ("reap", cfg.reap_interval, self._sweep_reap),
+                                       ("vacuum", cfg.vacuum_interval, self._sweep_vacuum)):
                 if stop.is_set() or now < due[duty]:
                     continue
                 backlog = self._guard(duty, fn, stop) if leading else False
@@ -491,3 +520,8 @@ class Maintainer:
 
     def _sweep_reap(self, stop: threading.Event) -> bool:
         return self.reap_workers(stop)[1] >= self._config.batch_size
+
+    def _sweep_vacuum(self, stop: threading.Event) -> bool:
+        if self._config.vacuum:
+            self.vacuum_jobs(cancel=stop)
+        return False

@@ -216,7 +216,7 @@ def test_run_once_runs_every_duty_and_counts_them(store, clock):
     clock.advance(60_000)
     counts = store.maintenance.run_once()
     assert counts == {"fired": 1, "heartbeats": 0, "expired": 2, "deleted": 3, "leases_released": 0,
-                      "workers_reaped": 0}
+                      "workers_reaped": 0, "vacuums": 0}
     assert store.maintenance.run_once()["fired"] == 0
 
 
@@ -244,3 +244,57 @@ def test_postgres_sweeps_skip_rows_another_transaction_holds(pg_store, clock):
         assert m.expire_queued() == 2  # j00000 is skipped, not waited for
         assert m.delete_settled() == 1
     assert m.expire_queued() == 1 and m.delete_settled() == 1
+
+
+def test_postgres_vacuum_backstop_runs_only_when_dead_tuples_pile_up(pg_store):
+    """Where autovacuum is off or behind, the leader vacuums tenure_jobs once its dead tuples pass
+    VACUUM_DEAD_MIN + 20% of the live ones (the statistics arrive asynchronously: polled)."""
+    import time
+
+    import psycopg
+
+    from tenure.maintenance import VACUUM_DEAD_MIN
+
+    from .conftest import PG_URL
+
+    store, m = pg_store, pg_store.maintenance
+    assert m.vacuum_jobs(force=True) is True  # start from a clean table
+    assert m.vacuum_jobs() is False
+    make(store, VACUUM_DEAD_MIN + 500)
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute("DELETE FROM tenure_jobs")
+        conn.execute("SELECT pg_stat_force_next_flush()")
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with store._session() as s:
+            if s.jobs_dead_tuples()[0] > VACUUM_DEAD_MIN:
+                break
+        time.sleep(0.05)
+    assert m.vacuum_jobs() is True
+    assert m.vacuum_jobs() is False
+    assert m.stats()["vacuums"] == 2
+
+
+def test_postgres_a_running_vacuum_is_cancelled_when_the_service_stops(pg_store):
+    """Quiescence: a vacuum in progress (here: waiting for a lock another session holds) is
+    cancelled on the server as soon as the service is told to stop."""
+    import threading
+    import time
+
+    import psycopg
+
+    from .conftest import PG_URL
+
+    m = pg_store.maintenance
+    stop, result = threading.Event(), []
+    with psycopg.connect(PG_URL) as holder:
+        holder.execute("LOCK TABLE tenure_jobs IN SHARE UPDATE EXCLUSIVE MODE")  # what VACUUM needs
+        t = threading.Thread(target=lambda: result.append(m.vacuum_jobs(force=True, cancel=stop)))
+        t.start()
+        t.join(0.3)
+        assert t.is_alive()  # blocked behind the lock
+        started = time.monotonic()
+        stop.set()
+        t.join(5)
+        assert not t.is_alive() and time.monotonic() - started < 3
+    assert result == [False] and m.stats()["vacuums"] == 0

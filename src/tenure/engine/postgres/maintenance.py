@@ -10,8 +10,11 @@ and a row that changes under them is re-checked or skipped, never acted on from 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from typing import Any
+
+import psycopg
 
 from .queries import CLOCK, NOW
 
@@ -141,6 +144,16 @@ checkpoints AS (DELETE FROM tenure_checkpoints WHERE run_id IN (SELECT id FROM d
 jobs AS (DELETE FROM tenure_jobs j USING doomed d WHERE j.id = d.id RETURNING 1)
 SELECT count(*) FROM jobs
 """
+# -- vacuum backstop -------------------------------------------------------------------------------
+
+# Dead and live tuples of the jobs table, and whether autovacuum runs at all on this server.
+JOBS_TUPLES = """
+SELECT coalesce(n_dead_tup, 0), coalesce(n_live_tup, 0), current_setting('autovacuum') = 'on'
+FROM pg_stat_user_tables WHERE relid = 'tenure_jobs'::regclass
+"""
+# Plain VACUUM: takes no lock that blocks reads or writes (only other vacuums and DDL wait).
+JOBS_VACUUM = "VACUUM (ANALYZE) tenure_jobs"
+
 DELETE_SETTLED_CUSTOM = f"WITH {CLOCK},\ndoomed AS ({_DUE_CUSTOM}),{_DELETE}"
 DELETE_SETTLED_DEFAULT = f"WITH {CLOCK},\ndoomed AS ({_DUE_DEFAULT}),{_DELETE}"
 
@@ -217,6 +230,42 @@ class PostgresMaintenanceMixin:
     def job_expire_queued(self, now: int | None, error: str, limit: int) -> int:
         """Queued (pending/failed) jobs with ``keep_until <= now`` -> dead with ``error``."""
         return int(self._one(EXPIRE_QUEUED, {"now": now, "error": error, "limit": limit})[0])
+
+    def jobs_dead_tuples(self) -> tuple[int, int, bool]:
+        """``(dead, live, autovacuum on)`` for the jobs table, from the statistics collector."""
+        row = self._one(JOBS_TUPLES, {})
+        return (0, 0, True) if row is None else (int(row[0]), int(row[1]), bool(row[2]))
+
+    def jobs_vacuum(self, cancel: threading.Event | None = None) -> bool:
+        """``VACUUM (ANALYZE) tenure_jobs`` (outside any transaction). A set ``cancel`` cancels it
+        on the server at once (the maintenance service is stopping); answers False then."""
+        conn = self._conn
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(0.05):
+                if cancel is not None and cancel.is_set():
+                    try:
+                        cancel_safe = getattr(conn, "cancel_safe", None)  # psycopg >= 3.2
+                        cancel_safe(timeout=2.0) if cancel_safe is not None else conn.cancel()
+                    except Exception:  # noqa: BLE001 - best effort; the vacuum just runs on
+                        pass
+                    return
+
+        watcher = threading.Thread(target=watch, name="tenure-vacuum-cancel", daemon=True)
+        if cancel is not None:
+            watcher.start()
+        try:
+            conn.execute(JOBS_VACUUM, prepare=False)
+            return True
+        except psycopg.errors.QueryCanceled:
+            if cancel is not None and cancel.is_set():
+                return False
+            raise
+        finally:
+            done.set()
+            if cancel is not None:
+                watcher.join()
 
     def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int) -> int:
         """Delete up to ``limit`` settled jobs past their deletion horizon (``updated_at +

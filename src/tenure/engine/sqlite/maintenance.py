@@ -223,6 +223,13 @@ class SQLiteMaintenanceMixin:
         now = _wall_ms() if now is None else now
         return len(self._conn.execute(EXPIRE_QUEUED, {"now": now, "error": error, "limit": limit}).fetchall())
 
+    def jobs_dead_tuples(self) -> tuple[int, int, bool]:
+        """SQLite reuses deleted pages from its freelist: there is nothing for a vacuum to do."""
+        return 0, 0, True
+
+    def jobs_vacuum(self, cancel: Any = None) -> bool:
+        return False
+
     def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int) -> int:
         """Delete up to ``limit`` settled jobs past their deletion horizon (``updated_at +
         delete_after_ms``, else ``+ default_after_ms``; None: only jobs with their own), with their

@@ -55,6 +55,22 @@ def test_stop_is_quiescent_the_store_closes_right_after(engine_url, clock, caplo
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
+def test_heartbeats_on_the_engine_clock(live_store):
+    """Without an injected clock: SQLite's wall clock, PostgreSQL's server clock."""
+    import time
+
+    m = live_store.maintenance
+    before = int(time.time() * 1000)
+    w = live_store.jobs.create_worker({"k": noop}, poll_interval=0.05, owner="real-clock").start()
+    try:
+        assert m.wait_for_pass(after=0, timeout=10)
+        [info] = m.workers()
+        assert info.id == "real-clock" and m.stats()["errors"] == 0
+        assert before - 5_000 <= info.started_at <= info.heartbeat_at <= int(time.time() * 1000) + 5_000
+    finally:
+        w.stop()
+
+
 def test_maintenance_false_starts_nothing(store):
     before = len(maintenance_threads())
     w = store.jobs.create_worker({"k": noop}, poll_interval=0.05, maintenance=False).start()

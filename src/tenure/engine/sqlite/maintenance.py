@@ -187,7 +187,9 @@ class SQLiteMaintenanceMixin:
     def worker_heartbeat(self, rows: Sequence[dict[str, Any]], now: int | None) -> None:
         now = _wall_ms() if now is None else now
         if rows:
-            self._conn.executemany(WORKER_HEARTBEAT, [{**r, "now": now} for r in rows])
+            self._conn.executemany(WORKER_HEARTBEAT, [
+                {**r, "now": now, "started_at": now if r.get("started_at") is None else r["started_at"]}
+                for r in rows])
 
     def worker_remove(self, ids: Sequence[str]) -> int:
         return self._conn.execute(WORKER_REMOVE, {"ids": json.dumps(list(ids))}).rowcount

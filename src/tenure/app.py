@@ -163,7 +163,9 @@ class App:
         def register(f: Callable[..., Any]) -> Task:
             if not callable(f):
                 raise InvalidType("@app.task decorates a function")
-            kind = name or f"{f.__module__}.{f.__qualname__}"
+            # A function defined inside another has "<locals>" in its qualified name: drop that
+            # part so the default name stays a valid kind ("tests.test_x.add").
+            kind = name or f"{f.__module__}.{f.__qualname__}".replace(".<locals>", "").replace("<lambda>", "lambda")
             v.name(kind, "task name")
             if kind in self.tasks:
                 raise InvalidArgument(f"a task named {kind!r} is already registered")

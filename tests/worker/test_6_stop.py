@@ -213,12 +213,15 @@ def test_6_30_stop_then_close_releases_the_file(tmp_path):
         store.jobs.enqueue("slow")
         hostile = run % 2 == 1  # odd runs: a handler ignoring its cancellation is detached
 
-        def slow(payload, ctx, release=release, hostile=hostile):
+        slow_started = threading.Event()
+
+        def slow(payload, ctx, release=release, hostile=hostile, started=slow_started):
+            started.set()
             (release if hostile else ctx.cancelled).wait(5)
 
         w = store.jobs.create_worker({"k": lambda p, ctx: p, "slow": slow}, concurrency=4, poll_interval=0.01)
         w.start()
-        wait_for(lambda w=w: w.stats()["completions"] >= 5 and w.stats()["in_flight"] >= 1, what="work under way")
+        assert slow_started.wait(10)
         assert w.stop(0.01 if hostile else 2).drained is not hostile
         store.close()
         release.set()

@@ -6,6 +6,8 @@
 * ``python -m bench.child rss URL N CONCURRENCY``: a fresh interpreter that imports only tenure,
   runs one worker over ``N`` queued no-op jobs and reports its resident memory from
   ``/proc/self/status`` (VmRSS, and VmHWM: the peak). Prints JSON.
+* ``python -m bench.child drain URL N CONCURRENCY [OUT]``: one worker drains ``N`` queued jobs
+  (what ``python -m bench.profile`` samples with py-spy). Prints JSON, or writes it to ``OUT``.
 * :func:`drain_process`: one of the worker processes that drain a PostgreSQL queue together
   (started by ``multiprocessing`` with the spawn method).
 """
@@ -90,11 +92,43 @@ def rss_main(url: str, n: int, concurrency: int) -> None:
                       "worker_started": started, "after_drain": after, "ids": rec.ids}))
 
 
+def drain_main(url: str, n: int, concurrency: int, out: str | None = None) -> None:
+    """Drain ``n`` queued no-op jobs with one worker (the process ``bench.profile`` samples)."""
+    import tenure
+
+    store = tenure.connect(url)
+    store.jobs  # noqa: B018 - open the store
+    rec = Recorder(n)
+    worker = store.jobs.create_worker({"noop": rec}, concurrency=concurrency)
+    if out is not None:  # the profiler attaches now (imports and opening are not profiled)
+        print("ready", flush=True)
+        sys.stdin.readline()
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    worker.start()
+    ok = rec.done.wait(max(120.0, n / 50)) and wait_completions(worker, n, 120.0)
+    secs = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    worker.stop()
+    store.close()
+    text = json.dumps({"ok": ok, "seconds": secs, "jobs_per_s": n / secs, "cpu_us_per_job": cpu / n * 1e6,
+                       "ids": rec.ids})
+    if out is None:
+        print(text)
+    else:
+        with open(out, "w") as f:
+            f.write(text)
+
+
 def drain_process(url: str, concurrency: int, index: int, ready: Any, go: Any, stop: Any,
                   progress: Any, results: Any) -> None:
     """One worker process of the multi-process drain: open, report ready, start on ``go``,
     publish its settled-completion count in ``progress[index]`` until ``stop``, send its ids."""
     import tenure
+
+    from .experiments import apply_from_env
+
+    apply_from_env()
 
     store = tenure.connect(url)
     store.jobs  # noqa: B018 - connect and migrate before the clock starts
@@ -113,10 +147,16 @@ def drain_process(url: str, concurrency: int, index: int, ready: Any, go: Any, s
 
 
 def main(argv: list[str]) -> None:
+    from .experiments import apply_from_env
+
+    apply_from_env()
     cmd, *args = argv
     if cmd == "enqueue":
         url, kind, n, gap = args
         enqueue_main(url, kind, int(n), float(gap))
+    elif cmd == "drain":
+        url, n, conc, *out = args
+        drain_main(url, int(n), int(conc), *out)
     elif cmd == "rss":
         url, n, conc = args
         rss_main(url, int(n), int(conc))

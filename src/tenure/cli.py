@@ -411,7 +411,10 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
         server = None
         if metrics_port is not None:
             # Children are separate processes: the parent serves the store's gauges only.
-            from .metrics import build_registry, serve
+            try:
+                from .metrics import build_registry, serve
+            except ImportError as exc:
+                _fail(f"--metrics-port needs prometheus-client: pip install 'tenure[metrics]' ({exc})")
 
             registry, _ = build_registry(store=open_store(url))
             server = serve(registry, metrics_port, metrics_host)
@@ -429,7 +432,10 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
         app._url = url
     server = None
     if metrics_port is not None:
-        from .metrics import serve
+        try:
+            from .metrics import serve
+        except ImportError as exc:
+            _fail(f"--metrics-port needs prometheus-client: pip install 'tenure[metrics]' ({exc})")
 
         box: list = []
         _instrument(app, box)

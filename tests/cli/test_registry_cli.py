@@ -28,7 +28,9 @@ def test_queues_create_pause_resume_and_redrive(cli, cli_url):
     listed = {q["name"]: q for q in cli("queues", "list", "--json").json()}
     assert listed["mail"]["paused"] is True and listed["mail"]["counts"]["dead"] == 1
     assert listed["mail"]["concurrency_limit"] == 2 and listed["mail-dlq"]["counts"]["pending"] == 1
-    assert "yes" in next(line for line in cli("queues", "list").out.splitlines() if line.startswith("mail "))
+    sqlite = cli_url.startswith("sqlite")  # engine-independent output checks run once
+    if sqlite:
+        assert "yes" in next(line for line in cli("queues", "list").out.splitlines() if line.startswith("mail "))
     assert cli("queues", "resume", "mail", "--json").json() == {"queue": "mail", "paused": False}
 
     assert cli("jobs", "redrive", "mail-dlq", "--json").json() == {"queue": "mail-dlq", "redriven": 1}
@@ -41,8 +43,9 @@ def test_queues_create_pause_resume_and_redrive(cli, cli_url):
 
     res = cli("queues", "pause", "no-such-queue", expect=1)
     assert "[TN3001]" in res.err and len(res.err.strip().splitlines()) == 1
-    res = cli("queues", "create", "bad", "--policy", "nonsense", expect=2)
-    assert "nonsense" in res.err
+    if sqlite:
+        res = cli("queues", "create", "bad", "--policy", "nonsense", expect=2)
+        assert "nonsense" in res.err
 
 
 def test_schedules_add_list_remove_and_one_maintenance_pass(cli, cli_url):
@@ -52,21 +55,27 @@ def test_schedules_add_list_remove_and_one_maintenance_pass(cli, cli_url):
     listed = cli("schedules", "list", "--json").json()
     assert [(s["name"], s["cron"], s["kind"], s["payload"]) for s in listed] == \
         [("nightly", "0 3 * * *", "reports.build", {"week": 1})]
-    assert "nightly" in cli("schedules", "list").out
-
+    sqlite = cli_url.startswith("sqlite")  # engine-independent output checks run once
+    if sqlite:
+        assert "nightly" in cli("schedules", "list").out
     bad = cli("schedules", "add", "broken", "61 * * * *", "k", expect=2)
     assert "[TN4001]" in bad.err and len(bad.err.strip().splitlines()) == 1
-    bad = cli("schedules", "add", "broken", "0 3 * * *", "k", "--tz", "Mars/Olympus", expect=2)
-    assert "[TN4001]" in bad.err
+    if sqlite:
+        bad = cli("schedules", "add", "broken", "0 3 * * *", "k", "--tz", "Mars/Olympus", expect=2)
+        assert "[TN4001]" in bad.err
 
     passed = cli("maintain", "--once", "--json").json()
     assert {"fired", "expired", "deleted"} <= set(passed)
-    assert "fired" in cli("maintain", "--once").out
+    if sqlite:
+        assert "fired" in cli("maintain", "--once").out
 
     assert cli("schedules", "remove", "nightly", "--json").json() == {"name": "nightly", "removed": True}
-    res = cli("schedules", "remove", "nightly", expect=1)
-    assert "no schedule" in res.out
-    assert cli("schedules", "list").out.strip() == "no schedules"
+    if sqlite:
+        res = cli("schedules", "remove", "nightly", expect=1)
+        assert "no schedule" in res.out
+        assert cli("schedules", "list").out.strip() == "no schedules"
+    else:
+        assert cli("schedules", "list", "--json").json() == []
 
 
 def test_runs_show_a_live_workflow_run(cli, cli_url):
@@ -95,9 +104,10 @@ def test_runs_show_a_live_workflow_run(cli, cli_url):
         assert [(n["id"], n["status"]) for n in view["nodes"]] == \
             [("fetch", "done"), ("transform", "running"), ("publish", "pending")]
         assert view["nodes"][0]["value"] == {"rows": 3} and view["identity"]["revision"] == "2"
-        human = cli("runs", "show", "run-9").out
-        assert "transform" in human and "running" in human and '{"rows": 3}' in human
-        assert "no job" in cli("runs", "show", "nope", expect=1).err
+        if cli_url.startswith("sqlite"):
+            human = cli("runs", "show", "run-9").out
+            assert "transform" in human and "running" in human and '{"rows": 3}' in human
+            assert "no job" in cli("runs", "show", "nope", expect=1).err
         gate.set()
         deadline = time.monotonic() + 20
         while store.jobs.get("run-9").state != "done":

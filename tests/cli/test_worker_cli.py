@@ -103,3 +103,35 @@ def test_worker_rejects_a_bad_app_in_one_line(cli):
     assert "cannot import 'no_such_module'" in res.err and len(res.err.strip().splitlines()) == 1
     res = cli("worker", "justamodule", expect=2)
     assert "module:attribute" in res.err
+
+
+@pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
+def test_worker_processes_under_the_supervisor(cli, cli_url, tmp_path):
+    """``--processes 2``: children work the jobs; the parent's --metrics-port serves the store's
+    gauges (the children's counters are theirs); SIGTERM stops everything with status 0."""
+    (tmp_path / "opsapp.py").write_text(APP)
+    store = tenure.connect(cli_url)
+    try:
+        store.jobs.enqueue_many([{"kind": "cli.double", "payload": {"args": [i], "kwargs": {}}} for i in range(8)])
+    finally:
+        store.close()
+    port = _free_port()
+    proc = subprocess.Popen([cli.bin, "worker", "opsapp:app", "--url", cli_url, "--processes", "2",
+                             "--concurrency", "2", "--metrics-port", str(port)], cwd=tmp_path, env=cli.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        s: dict = {}
+        while s.get(("tenure_jobs", (("queue", "default"), ("state", "done")))) != 8:
+            assert time.monotonic() < deadline, s
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+            s = _scrape(port)
+        assert ("tenure_worker_completions_total", ()) not in s or s[("tenure_worker_completions_total", ())] == 0
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

@@ -17,11 +17,14 @@ the global one, so two dashboards or a test suite never collide):
 
 OpenTelemetry: when ``opentelemetry`` is importable, :meth:`JobMetrics.wrap` also opens a span
 ``tenure.run <kind>`` around each attempt (attributes ``tenure.job_id``, ``tenure.kind``,
-``tenure.attempt``); without it, nothing is traced and nothing is imported.
+``tenure.queue``, ``tenure.attempt``; a raising handler's span records the exception and is marked
+as an error); without it, nothing is traced and nothing is imported. The span joins whatever trace
+is current in the worker; the enqueue side is not linked to it (a job carries no trace context).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import time
@@ -140,56 +143,48 @@ class JobMetrics:
         self.tracer = _tracer() if tracing else None
 
     def wrap(self, kind: str, handler: Callable[..., Any]) -> Callable[..., Any]:
-        """``handler`` timed into the histogram; an async handler stays async (the worker runs it
-        on its event loop), a sync one stays sync. Exceptions pass through unchanged."""
+        """``handler`` timed into the histogram (and traced when OpenTelemetry is installed); an
+        async handler stays async (the worker runs it on its event loop), a sync one stays sync.
+        Exceptions pass through unchanged (a span records them and is marked as an error)."""
         observe = self.duration.labels
         tracer = self.tracer
 
-        def span(ctx: Any):
+        def span(ctx: Any) -> Any:
             if tracer is None:
-                return None
+                return contextlib.nullcontext()
             job = getattr(ctx, "job", None)
-            attrs = {"tenure.kind": kind}
+            attrs: dict[str, Any] = {"tenure.kind": kind}
             if job is not None:
-                attrs["tenure.job_id"] = job.id
-                attrs["tenure.attempt"] = job.attempts
+                attrs.update({"tenure.job_id": job.id, "tenure.attempt": job.attempts, "tenure.queue": job.queue})
             return tracer.start_as_current_span(f"tenure.run {kind}", attributes=attrs)
 
         target = handler if inspect.isroutine(handler) else type(handler).__call__
         if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(target):
             @functools.wraps(handler)
             async def timed_async(payload: Any, ctx: Any) -> Any:
-                cm = span(ctx)
-                if cm is not None:
-                    cm.__enter__()
-                t0 = time.perf_counter()
-                outcome = "error"
-                try:
-                    result = await handler(payload, ctx)
-                    outcome = "ok"
-                    return result
-                finally:
-                    observe(kind, outcome).observe(time.perf_counter() - t0)
-                    if cm is not None:
-                        cm.__exit__(None, None, None)
+                with span(ctx):
+                    t0 = time.perf_counter()
+                    outcome = "error"
+                    try:
+                        result = await handler(payload, ctx)
+                        outcome = "ok"
+                        return result
+                    finally:
+                        observe(kind, outcome).observe(time.perf_counter() - t0)
 
             return timed_async
 
         @functools.wraps(handler)
         def timed(payload: Any, ctx: Any) -> Any:
-            cm = span(ctx)
-            if cm is not None:
-                cm.__enter__()
-            t0 = time.perf_counter()
-            outcome = "error"
-            try:
-                result = handler(payload, ctx)
-                outcome = "ok"
-                return result
-            finally:
-                observe(kind, outcome).observe(time.perf_counter() - t0)
-                if cm is not None:
-                    cm.__exit__(None, None, None)
+            with span(ctx):
+                t0 = time.perf_counter()
+                outcome = "error"
+                try:
+                    result = handler(payload, ctx)
+                    outcome = "ok"
+                    return result
+                finally:
+                    observe(kind, outcome).observe(time.perf_counter() - t0)
 
         return timed
 

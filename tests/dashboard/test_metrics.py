@@ -86,3 +86,49 @@ def test_a_scrape_of_an_unreadable_store_still_answers(tmp_path):
     registry, _ = build_registry(store=store)
     s = _samples(registry)
     assert s[("tenure_store_up", ())] == 0 and not any(k[0] == "tenure_jobs" for k in s)
+
+
+def test_opentelemetry_spans_around_each_attempt(tmp_path):
+    """With the OpenTelemetry SDK installed, every attempt of a wrapped handler is a span named
+    after its kind, carrying the job id, queue and attempt; a raising handler's span is an error."""
+    import pytest
+
+    trace = pytest.importorskip("opentelemetry.trace")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import StatusCode
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("tenure-test")
+
+    store = tenure.connect(f"sqlite:///{tmp_path}/otel.db")
+    try:
+        registry, jm = build_registry(job_metrics=True)
+        jm.tracer = tracer  # the process-wide provider is left alone; same code path
+        assert build_registry(job_metrics=True)[1].tracer is not None  # found by import
+        def ok(payload, ctx):
+            assert trace.get_current_span().is_recording()  # the handler runs inside its span
+            return 1
+
+        def boom(payload, ctx):
+            raise ValueError("bad row")
+
+        ok_id = store.jobs.enqueue("o.ok", queue="traced")
+        boom_id = store.jobs.enqueue("o.boom", max_attempts=1)
+        w = store.jobs.create_worker(jm.wrap_all({"o.ok": ok, "o.boom": boom}), poll_interval=0.05,
+                                     maintenance=False)
+        with w:
+            _wait(lambda: store.jobs.counts()["done"] == 1 and store.jobs.counts()["dead"] == 1)
+    finally:
+        store.close()
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(spans) == {"tenure.run o.ok", "tenure.run o.boom"}
+    good, bad = spans["tenure.run o.ok"], spans["tenure.run o.boom"]
+    assert dict(good.attributes) == {"tenure.kind": "o.ok", "tenure.job_id": ok_id, "tenure.attempt": 1,
+                                     "tenure.queue": "traced"}
+    assert good.status.status_code is not StatusCode.ERROR
+    assert bad.attributes["tenure.job_id"] == boom_id and bad.status.status_code is StatusCode.ERROR
+    assert any(e.name == "exception" and "bad row" in e.attributes["exception.message"] for e in bad.events)

@@ -214,9 +214,10 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, title
     """The rows as a table: a rich table on ``console`` (returns ''), else plain aligned text."""
     rows = [["" if c is None else str(c) for c in r] for r in rows]
     if console is not None:
+        from rich import box
         from rich.table import Table
 
-        table = Table(title=title, header_style="bold", show_lines=False)
+        table = Table(title=title, header_style="bold", show_lines=False, box=box.SIMPLE_HEAD, pad_edge=False)
         for h in headers:
             table.add_column(h, overflow="fold")
         for r in rows:

@@ -218,3 +218,42 @@ def test_demo_runs_a_real_worker(cli, tmp_path):
     url = f"sqlite:///{tmp_path}/demo.db"
     data = cli("demo", "--jobs", "60", "--concurrency", "4", "--json", url=url, timeout=90).json()
     assert data["enqueued"] == 60 and data["counts"]["done"] == 60 and data["completions"] == 60
+
+
+@pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
+def test_dashboard_command_serves_with_a_token(cli, cli_url):
+    """``tenure dashboard`` as a real process: healthz open, everything else behind the token from
+    $TENURE_DASHBOARD_TOKEN, the token never printed; SIGTERM stops it."""
+    import signal
+    import socket
+    import subprocess
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "dash-token-for-tests"
+    proc = subprocess.Popen([cli.bin, "dashboard", "--url", cli_url, "--port", str(port)], cwd=cli.cwd,
+                            env={**cli.env, "TENURE_DASHBOARD_TOKEN": token}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        assert httpx.get(base + "/api/overview").status_code == 401
+        ok = httpx.get(base + "/api/overview", headers={"Authorization": f"Bearer {token}"})
+        assert ok.status_code == 200 and ok.json()["counts"]["pending"] == 0
+        assert "tenure_store_up 1.0" in httpx.get(base + "/metrics", auth=("prom", token)).text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    assert "token required" in err and token not in out + err

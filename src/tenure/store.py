@@ -139,10 +139,13 @@ class Store:
     def _check_root(self) -> None:
         if self._closed:
             raise StoreClosed("the store is closed")
-        if self.engine.exclusive_gate and getattr(self._local, "tx", None) is not None:
+        if getattr(self._local, "tx", None) is not None:
+            # SQLite: it would wait forever for the gate this thread holds. PostgreSQL: it would
+            # run on another connection and commit outside the open transaction. Both engines
+            # refuse it the same way (checklist decision 7).
             raise NestedRootCall(
                 "a root store.jobs call inside this thread's open store.transaction() would wait "
-                "forever for its commit: use tx.jobs inside the block")
+                "for (SQLite) or escape (PostgreSQL) that transaction: use tx.jobs inside the block")
 
     @contextmanager
     def _session(self, cancel: threading.Event | None = None) -> Iterator[Session]:

@@ -4,17 +4,21 @@ Every test runs once per engine (``sqlite`` and ``postgres``) against a real dat
 injected clock (:class:`_support.Clock`) and an injected random source (:class:`_support.Rand`),
 so no test ever sleeps to wait for a lease: tests move the clock instead.
 
-PostgreSQL: the URL comes from ``TENURE_TEST_PG_URL`` (default
-``postgresql://postgres@127.0.0.1:5432/test``). An unreachable server skips the postgres half
-loudly, except under ``CI`` where it fails.
+PostgreSQL: the server comes from ``TENURE_TEST_PG_URL`` (default
+``postgresql://postgres@127.0.0.1:5432/test``). The session works in a private database created
+next to it (see ``pg_url``), and each test starts from ``store._reset_for_tests()``. An unreachable
+server skips the postgres half loudly, except under ``CI`` where it fails. Until the PostgreSQL
+engine exists, ``tenure.connect`` failing with InvalidURL/ImportError skips it too.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -41,20 +45,43 @@ def _pg_unavailable(reason: str):
     pytest.skip(msg)
 
 
-def _pg_prepare() -> None:
+@pytest.fixture(scope="session")
+def pg_url():
+    """A private database for this test session, created next to ``TENURE_TEST_PG_URL`` and dropped
+    afterwards, so concurrent runs against one server cannot truncate each other's tables. When the
+    role may not create databases, the URL's own database is used as is."""
     try:
         import psycopg
     except ImportError:
         pytest.skip("postgres engine not available (psycopg is not installed)")
     try:
-        conn = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
+        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
     except Exception as exc:  # noqa: BLE001 - any failure to reach the server means the same thing
         _pg_unavailable(f"{type(exc).__name__}: {exc}")
+    name = f"tenure_conformance_{os.getpid()}_{secrets.token_hex(3)}"
     try:
+        admin.execute(f'create database "{name}"')
+    except psycopg.Error:
+        admin.close()
+        yield PG_URL
+        return
+    parts = urlsplit(PG_URL)
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        try:
+            admin.execute(f'drop database if exists "{name}" with (force)')
+        except psycopg.Error:
+            admin.execute(f'drop database if exists "{name}"')
+        admin.close()
+
+
+def _pg_prepare(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=3) as conn:
         for table in APP_TABLES:
             conn.execute(f"drop table if exists {table}")
-    finally:
-        conn.close()
 
 
 def connect(target: Target, clock, rand, **kwargs):
@@ -83,12 +110,13 @@ def rand() -> Rand:
 
 
 @pytest.fixture
-def target(engine, tmp_path) -> Target:
+def target(engine, tmp_path, request) -> Target:
     if engine == "sqlite":
         path = tmp_path / "t.db"
         return Target("sqlite", f"sqlite:///{path}", path)
-    _pg_prepare()
-    return Target("postgres", PG_URL)
+    url = request.getfixturevalue("pg_url")
+    _pg_prepare(url)
+    return Target("postgres", url)
 
 
 @pytest.fixture

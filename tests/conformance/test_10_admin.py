@@ -84,7 +84,9 @@ def test_10_2_limit_and_after(jobs):
     assert [j.id for j in jobs.page(after="j1x").items] == ["j2", "j3", "j4"]  # after need not exist
 
 
-@pytest.mark.parametrize(("limit", "exc"), [(0, ValueError), (-1, ValueError), (True, TypeError), ("10", TypeError)])
+@pytest.mark.parametrize(
+    ("limit", "exc"), [(0, ValueError), (-1, ValueError), (True, TypeError), ("10", TypeError)]
+)
 def test_10_2_bad_limit_refused(jobs, limit, exc):
     """JOBS-FORMAT checklist 10.2, decision 8: page(limit<=0) is a ValueError; a bool or a string
     is not an integer (TypeError)."""
@@ -358,7 +360,11 @@ def test_10_9_cancel_aborts_the_local_attempt_and_waits_for_it(jobs, clock):
     (outcome,) = outcomes
     assert (_stat(outcome, "outcome"), _stat(outcome, "job_id")) == ("cancelled", job_id)
     assert _stat(stats, "cancellations") == 1
-    assert (_stat(stats, "completions"), _stat(stats, "failures"), _stat(stats, "lost_settlements")) == (0, 0, 0)
+    assert (_stat(stats, "completions"), _stat(stats, "failures"), _stat(stats, "lost_settlements")) == (
+        0,
+        0,
+        0,
+    )
 
 
 def test_10_11_cancel_through_another_store_fences_the_attempt(jobs, open_store, clock):
@@ -572,7 +578,11 @@ def test_10_19_sweep_never_touches_live_jobs(jobs, clock, target):
     third = claim1(jobs, lease_ms=1000).lease  # pending-with-cp: save, expire, requeue
     jobs.checkpoints(third).save("p", 1)
     jobs.complete(claim1(jobs).lease)  # settled
-    assert [x.job_id for x in (first, second, third)] == ["failed-with-cp", "leased-with-cp", "pending-with-cp"]
+    assert [x.job_id for x in (first, second, third)] == [
+        "failed-with-cp",
+        "leased-with-cp",
+        "pending-with-cp",
+    ]
     second = jobs.renew(second, lease_ms=10**9)  # keep it live however far the clock goes
     clock.set(third.expires_at)
     assert jobs.requeue("pending-with-cp") is True

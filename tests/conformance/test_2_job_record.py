@@ -128,7 +128,9 @@ _json_values = st.recursive(
 )
 
 
-@settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(payload=_json_values, result=_json_values)
 def test_2_4_payload_and_result_round_trip_json(jobs, payload, result):
     """JOBS-FORMAT checklist 2.4: any JSON value round-trips as payload and as result."""
@@ -406,7 +408,12 @@ def test_2_14_pre_fence_database_upgraded_in_place(engine, tmp_path, clock, rand
         p1, p2, l1 = jobs.get("p1"), jobs.get("p2"), jobs.get("l1")
         assert (p1.state, p1.payload, p1.attempts, p1.lease_generation) == ("pending", {"n": 1}, 0, 0)
         assert (p2.state, p2.payload, p2.max_attempts) == ("pending", None, 3)
-        assert (l1.state, l1.lease_owner, l1.lease_until, l1.attempts) == ("leased", "old-worker", T0 + 10_000, 1)
+        assert (l1.state, l1.lease_owner, l1.lease_until, l1.attempts) == (
+            "leased",
+            "old-worker",
+            T0 + 10_000,
+            1,
+        )
         assert jobs.counts()["pending"] == 2 and jobs.counts()["leased"] == 1
     finally:
         store.close()
@@ -430,7 +437,9 @@ def test_2_14_pre_fence_database_upgraded_in_place(engine, tmp_path, clock, rand
         # The old row's lease has no token: neither the old spelling nor a forged lease settles it.
         with refused("TN2068"):
             jobs.complete("l1", "old-worker", {"stolen": True})
-        forged = tenure.Lease(job_id="l1", token="", generation=0, attempt=1, owner="old-worker", expires_at=T0 + 10_000)
+        forged = tenure.Lease(
+            job_id="l1", token="", generation=0, attempt=1, owner="old-worker", expires_at=T0 + 10_000
+        )
         with refused(*FENCE_CODES, "TN2068"):
             jobs.complete(forged, {"stolen": True})
         assert jobs.get("l1").state == "leased" and jobs.get("l1").result is None

@@ -160,6 +160,22 @@ def test_3_5_priority_first_then_the_seed_order(jobs, clock):
     assert order == ["new-high-a", "new-high-b", "new-mid", "old-low"]
 
 
+def test_3_5_one_order_across_queues_and_expired_leases(jobs, clock):
+    """JOBS-FORMAT checklist 3.5: the order is one order over everything claimable — jobs in
+    different queues, and expired leases (which are claimable like pending, 3.2), merge by
+    priority, run_at, created_at, id."""
+    t = clock()
+    jobs.enqueue("k", id="expired", run_at=t)
+    lease = claim1(jobs, lease_ms=1000).lease
+    jobs.enqueue("k", id="b-q1", queue="q1", run_at=t + 1)
+    jobs.enqueue("k", id="a-q2", queue="q2", run_at=t + 1)
+    jobs.enqueue("k", id="c-default", run_at=t + 1)
+    jobs.enqueue("k", id="z-q2-first", queue="q2", run_at=t)
+    clock.set(lease.expires_at)
+    order = [claim1(jobs).job.id for _ in range(5)]
+    assert order == ["expired", "z-q2-first", "a-q2", "b-q1", "c-default"]
+
+
 # -- 3.6 / 3.7 / 3.8 ---------------------------------------------------------------------------------
 
 
@@ -252,7 +268,7 @@ def _settling_calls(jobs, lease):
 
 
 @pytest.mark.parametrize("call", ["renew", "complete", "fail", "checkpoint"])
-def test_3_9_each_settling_call_is_fenced(jobs, clock, call):
+def test_3_9_each_settling_call_is_fenced(jobs, clock, target, call):
     """JOBS-FORMAT checklist 3.9: renew, complete, fail and a checkpoint save each refuse a bad
     lease (forged token, expired, superseded, unknown job) and write nothing."""
     jobs.enqueue("k", id="j", max_attempts=10)
@@ -285,6 +301,7 @@ def test_3_9_each_settling_call_is_fenced(jobs, clock, call):
         _settling_calls(jobs, live)[call]()
     unchanged()
     assert jobs.checkpoints(new).load() == {"good": 1}
+    assert target.checkpoint_rows("j") == [("good", 1)]
 
 
 def test_3_10_expired_lease_refused_without_reclaim(jobs, clock):
@@ -443,7 +460,12 @@ def test_3_15_renew_mints_a_new_lease(jobs, clock):
     l2 = jobs.renew(l1, lease_ms=5000)
     assert isinstance(l2, tenure.Lease)
     assert l2.token != l1.token
-    assert (l2.job_id, l2.generation, l2.attempt, l2.owner) == (l1.job_id, l1.generation, l1.attempt, l1.owner)
+    assert (l2.job_id, l2.generation, l2.attempt, l2.owner) == (
+        l1.job_id,
+        l1.generation,
+        l1.attempt,
+        l1.owner,
+    )
     assert l2.expires_at == clock() + 5000
     job = jobs.get(job_id)
     assert (job.lease_until, job.lease_generation, job.attempts) == (l2.expires_at, 1, 1)

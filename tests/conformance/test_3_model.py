@@ -95,7 +95,10 @@ def _machine(target, connect_store):
             job_id = f"j{self.n}"
             self.n += 1
             run_at = self.now() + delay
-            assert self.jobs.enqueue("k", {"n": self.n}, id=job_id, run_at=run_at, max_attempts=max_attempts) == job_id
+            assert (
+                self.jobs.enqueue("k", {"n": self.n}, id=job_id, run_at=run_at, max_attempts=max_attempts)
+                == job_id
+            )
             self.rows[job_id] = Row(job_id, self.now(), run_at, max_attempts)
 
         @rule(ms=st.sampled_from([1, 499, 500, 999, 1000, 1001, 4000, 30_000]))
@@ -139,7 +142,9 @@ def _machine(target, connect_store):
                     assert getattr(exc, "code", None) == "TN2065", repr(exc)
                 assert self.jobs.get(lease.job_id) == before
                 return
-            new = self.expect(lambda: self.jobs.renew(lease, lease_ms=2000), None if verdict == "ok" else verdict)
+            new = self.expect(
+                lambda: self.jobs.renew(lease, lease_ms=2000), None if verdict == "ok" else verdict
+            )
             if verdict == "ok":
                 row = self.rows[lease.job_id]
                 assert new.token != lease.token and new.generation == lease.generation
@@ -153,7 +158,10 @@ def _machine(target, connect_store):
                 return
             lease = data.draw(st.sampled_from(self.leases))
             verdict = self.fence(lease)
-            self.expect(lambda: self.jobs.complete(lease, {"by": lease.token[:6]}), verdict if verdict.startswith("TN") else None)
+            self.expect(
+                lambda: self.jobs.complete(lease, {"by": lease.token[:6]}),
+                verdict if verdict.startswith("TN") else None,
+            )
             if verdict == "ok":
                 self.settle(self.rows[lease.job_id], "done")
 
@@ -197,7 +205,9 @@ def _machine(target, connect_store):
             now = self.now()
             if row.state == "pending":
                 assert self.expect(lambda: self.jobs.requeue(row.id), None) is False
-            elif row.state in ("failed", "dead", "cancelled") or (row.state == "leased" and row.lease_until <= now):
+            elif row.state in ("failed", "dead", "cancelled") or (
+                row.state == "leased" and row.lease_until <= now
+            ):
                 assert self.expect(lambda: self.jobs.requeue(row.id), None) is True
                 self.settle(row, "pending")
                 row.run_at, row.token = now, None
@@ -213,7 +223,10 @@ def _machine(target, connect_store):
             for row in self.rows.values():
                 job = self.jobs.get(row.id)
                 got = (job.state, job.attempts, job.lease_generation, job.lease_until, job.lease_owner)
-                assert got == (row.state, row.attempts, row.generation, row.lease_until, row.owner), (row, job)
+                assert got == (row.state, row.attempts, row.generation, row.lease_until, row.owner), (
+                    row,
+                    job,
+                )
                 if row.state in ("pending", "failed"):
                     assert job.run_at == row.run_at, (row, job)
             counts = self.jobs.counts()
@@ -239,12 +252,12 @@ def test_3_model_fence_and_state_machine(store, target):
         return s
 
     machine = _machine(target, connect_store)
-    examples = 60 if target.engine == "sqlite" else 25
+    examples = 40 if target.engine == "sqlite" else 20
     run_state_machine_as_test(
         machine,
         settings=settings(
             max_examples=examples,
-            stateful_step_count=40,
+            stateful_step_count=30,
             deadline=None,
             database=None,
             suppress_health_check=list(HealthCheck),

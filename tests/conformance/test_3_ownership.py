@@ -113,6 +113,7 @@ def test_3_1_processes_never_share_an_attempt(store, target):
                 p.kill()
     errors = [(owner, error) for owner, _, error in reports if error]
     assert errors == []
+    assert sum(1 for _, leases, _ in reports if leases) >= 2, "only one process ever claimed: no contention"
     handed_out = [(owner, *lease) for owner, leases, _ in reports for lease in leases]
     attempts = [(job_id, gen) for _, job_id, gen, _ in handed_out]
     assert len(attempts) == len(set(attempts)) == n

@@ -17,6 +17,7 @@ Why it looks the way it does:
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import select
@@ -314,7 +315,7 @@ class PostgresWatcher(Watcher):
     """``LISTEN tenure_jobs`` on a dedicated connection (never a pooled one: a pooled connection
     would carry the LISTEN to other users, and must not sit blocked).
 
-    ``wait`` selects on the connection's socket and a private pipe (so ``close`` from another
+    ``wait`` polls the connection's socket and a private pipe (so ``close`` from another
     thread ends a wait at once), then drains every pending notification. If the connection is
     lost it reconnects by itself with a capped exponential backoff, and answers True once it is
     back: notifications sent while it was away are lost, so the caller must poll once.
@@ -384,10 +385,8 @@ class PostgresWatcher(Watcher):
         delay = self._next_attempt - time.monotonic()
         if delay > 0:
             budget = min(delay, deadline - time.monotonic())
-            if budget > 0:
-                ready, _, _ = select.select([self._rfd], [], [], budget)
-                if ready:
-                    return False
+            if budget > 0 and _poll([self._rfd], budget):
+                return False  # closing
             if time.monotonic() < self._next_attempt:
                 return False
         try:
@@ -418,8 +417,8 @@ class PostgresWatcher(Watcher):
                 if remaining <= 0:
                     return False
                 try:
-                    ready, _, _ = select.select([conn.pgconn.socket, self._rfd], [], [], remaining)
-                except (OSError, ValueError):
+                    ready = _poll([conn.pgconn.socket, self._rfd], remaining)
+                except (OSError, ValueError, psycopg.OperationalError):
                     self._drop()
                     continue
                 if self._rfd in ready:
@@ -447,6 +446,15 @@ class PostgresWatcher(Watcher):
                     os.close(fd)
                 except OSError:
                     pass
+
+
+def _poll(fds: list[int], timeout: float) -> set[int]:
+    """The fds readable (or hung up) within ``timeout`` seconds. poll(), not select(): a process
+    with more than 1024 open files still works."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP)
+    return {fd for fd, _ in poller.poll(max(math.ceil(timeout * 1000), 0))}
 
 
 # -- the engine ----------------------------------------------------------------------------------

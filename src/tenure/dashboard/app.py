@@ -482,12 +482,5 @@ def create_app(store: Store, *, auth_token: str | None = None, username: str | N
 
     app = Starlette(routes=routes, exception_handlers={TenureError: on_tenure_error})
     app.state.dashboard = dash
-    app.add_middleware(_GuardFactory, dash=dash)
+    app.add_middleware(_Guard, dash=dash)
     return app
-
-
-class _GuardFactory(_Guard):
-    """``add_middleware`` constructs middleware with keyword arguments."""
-
-    def __init__(self, app: Any, dash: Dashboard) -> None:
-        super().__init__(app, dash)

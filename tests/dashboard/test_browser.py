@@ -86,9 +86,7 @@ def test_operator_flow_in_chromium(store_url, serve, browser):
                         tz="Europe/Paris", queue="reports")
     store.schedules.add("heartbeat", "*/5 * * * *", "ops.ping")
     gate, started = threading.Event(), threading.Event()
-    # The runner's own store, with a wall clock injected: without an injected clock the SQLite
-    # worker heartbeat currently fails (NOT NULL tenure_workers.started_at; reported).
-    run_store = tenure.connect(store_url, clock=lambda: time.time_ns() // 1_000_000)
+    run_store = tenure.connect(store_url)  # the runner's own store, like another process's
     runner = Runner(run_store, [_workflow(gate, started)], poll_interval=0.05, concurrency=2).start()
     store.jobs.enqueue("weekly-report", {"input": {"week": 47}}, id="run-week-47", queue="reports")
     assert started.wait(20)

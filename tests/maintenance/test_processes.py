@@ -39,7 +39,7 @@ def test_three_processes_fire_each_boundary_exactly_once(store, clock, engine_ur
     store.schedules.add("catch-all", "*/2 * * * *", "k", catch_up="all")
     store.schedules.add("latest", "* * * * *", "k", catch_up="latest")
     # Mostly one-minute steps, with a few jumps that skip boundaries.
-    offsets = [1, 2, 3, 4, 7, 8, 9, 13, 14, 15, 16, 17, 20, 21, 22, 25, 26, 27, 28, 30]
+    offsets = [1, 2, 3, 6, 7, 8, 12, 13, 14, 17, 18, 20]
     instants = [t0 + m * MIN + 1_000 for m in offsets]
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(3)
@@ -54,7 +54,7 @@ def test_three_processes_fire_each_boundary_exactly_once(store, clock, engine_ur
     latest = [r for _, r in fired(store, "latest")]
     catch_all = [r for _, r in fired(store, "catch-all")]
     assert every == latest == [t0 + m * MIN for m in offsets]  # the latest boundary at each step
-    assert catch_all == [t0 + m * MIN for m in range(2, 31, 2)]  # every even minute, none lost
+    assert catch_all == [t0 + m * MIN for m in range(2, 21, 2)]  # every even minute, none lost
 
 
 def test_a_killed_leader_is_replaced_within_one_lease(store, clock, engine_url):

@@ -122,7 +122,13 @@ class _JobsBase:
         existing id changes nothing and is answered as is. A duplicate under a queue's uniqueness
         policy answers the EXISTING job's id (never an integrity error). ``delay`` and ``timeout``
         are seconds (or timedeltas); ``run_at`` is epoch ms or a datetime. With ``conn=`` (a driver
-        connection), the job is written in the caller's own transaction (the outbox)."""
+        connection), the job is written in the caller's own transaction (the outbox).
+
+        Queue options (each overrides the queue's default; see ``docs/queues.md``): ``retry_delay``,
+        ``retry_backoff``, ``retry_delay_max``, ``retention``, ``delete_after`` (seconds),
+        ``dead_letter`` (a queue name) and ``debounce`` (seconds: a later enqueue of the same
+        queue, kind and ``singleton_key`` while this one is pending replaces its payload and
+        pushes its run time, answering its id)."""
         new = self._build(kind, payload, id=id, run_at=run_at, delay=delay, max_attempts=max_attempts,
                           queue=queue, priority=priority, timeout=timeout, singleton_key=singleton_key,
                           singleton_for=singleton_for, group_key=group_key, options=options)
@@ -196,7 +202,7 @@ class _JobsBase:
                 new.singleton_key = ""
             new.singleton_on = singleton_ms  # resolved to a bucket against the clock at insert
         if options:
-            store.queues.apply_job_options(new, options)
+            new = store.queues.apply_job_options(new, store_options)
         return new
 
     def _insert(self, jobs: list[NewJob], conn: Any) -> list[str | None]:

@@ -1,42 +1,482 @@
-"""Queues as first-class objects: defaults, policies, limits, dead letters (resolution at enqueue)."""
+"""Queues as first-class objects: the registry, defaults resolved at enqueue, uniqueness policies,
+debounce, dead letters, redrive and fan-out (issue 5; user guide: ``docs/queues.md``).
+
+The semantics are written once here; each engine answers the same small set of queries
+(``queue_*`` and ``subscription_*`` methods of its session, in ``engine/<dialect>/queues.py``).
+Everything that must hold across processes is enforced by the database: partial unique indexes
+with ``ON CONFLICT DO NOTHING`` for the policies, throttling and debounce; the claim statement for
+``singleton``/``stately`` and the concurrency limits; one transaction for a failure and its
+dead-letter copy, for a redrive, and for a publish.
+"""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from . import _validate as v
 from .engine.base import JobRow, NewJob, Session
+from .errors import InvalidArgument, InvalidType, QueueNotEmpty, QueueNotFound
 from .jobs import DEFAULT_MAX_ATTEMPTS
 
 if TYPE_CHECKING:
     from .store import Store
 
+#: The uniqueness policies, as pg-boss names them (see docs/queues.md for what each allows).
+POLICIES: tuple[str, ...] = ("standard", "short", "singleton", "stately", "exclusive")
+#: Rows per transaction of a redrive.
+REDRIVE_BATCH = 1_000
+#: How often an insert that collided with a job that then moved on is retried.
+_DUPLICATE_RETRIES = 3
+_UNSET: Any = object()
+_LIMIT_MAX = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    """A queue's registry record: its policy, its defaults (``None``: the built-in one) and its
+    limits. Durations are milliseconds, as on :class:`tenure.Job`."""
+
+    name: str
+    policy: str
+    max_attempts: int | None
+    retry_delay_ms: int | None
+    retry_backoff: bool | None
+    retry_delay_max_ms: int | None
+    timeout_ms: int | None
+    retention_ms: int | None
+    delete_after_ms: int | None
+    dead_letter: str | None
+    concurrency_limit: int | None
+    group_limit: int | None
+    paused: bool
+    created_at: int
+    updated_at: int
+
+
+def _queue(row: tuple) -> Queue:
+    return Queue(row[0], row[1], row[2], row[3], None if row[4] is None else bool(row[4]), row[5], row[6],
+                 row[7], row[8], row[9], row[10], row[11], bool(row[12]), row[13], row[14])
+
+
+@dataclass(slots=True)
+class QueuedJob(NewJob):
+    """A :class:`NewJob` carrying the enqueue options that are not columns of their own:
+    ``retention_ms`` (turned into ``keep_until`` at insert) and ``debounce_ms``."""
+
+    retention_ms: int | None = None
+    debounce_ms: int | None = None
+
+
+_NEW_JOB_FIELDS = tuple(f.name for f in fields(NewJob))
+
+
+# -- validation ------------------------------------------------------------------------------------
+
+def _seconds(value: Any, what: str, *, positive: bool = False) -> int | None:
+    ms = v.duration_ms(value, what, seconds=True)
+    if positive and ms is not None and ms <= 0:
+        raise InvalidArgument(f"{what} must be more than 0 seconds, got {value}")
+    return ms
+
+
+def _flag(value: Any, what: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise InvalidType(f"{what} must be True or False, got {value!r}")
+
+
+def _limit(value: Any, what: str) -> int | None:
+    return v.positive_int(value, what, maximum=_LIMIT_MAX, allow_none=True)
+
+
+def _policy(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidType(f"policy must be a string, one of {', '.join(POLICIES)}")
+    if value not in POLICIES:
+        raise InvalidArgument(f"unknown policy {value!r}: one of {', '.join(POLICIES)}")
+    return value
+
+
+#: Queue option -> (column, validator). Durations are seconds (or timedeltas) in the API.
+_QUEUE_OPTIONS: dict[str, tuple[str, Any]] = {
+    "policy": ("policy", lambda x: _policy("standard" if x is None else x)),
+    "max_attempts": ("max_attempts",
+                     lambda x: v.positive_int(x, "max_attempts", maximum=v.MAX_ATTEMPTS_LIMIT, allow_none=True)),
+    "retry_delay": ("retry_delay_ms", lambda x: _seconds(x, "retry_delay")),
+    "retry_backoff": ("retry_backoff", lambda x: _flag(x, "retry_backoff")),
+    "retry_delay_max": ("retry_delay_max_ms", lambda x: _seconds(x, "retry_delay_max", positive=True)),
+    "timeout": ("timeout_ms", lambda x: _seconds(x, "timeout", positive=True)),
+    "retention": ("retention_ms", lambda x: _seconds(x, "retention", positive=True)),
+    "delete_after": ("delete_after_ms", lambda x: _seconds(x, "delete_after")),
+    "dead_letter": ("dead_letter", lambda x: None if x is None else v.name(x, "dead_letter")),
+    "concurrency_limit": ("concurrency_limit", lambda x: _limit(x, "concurrency_limit")),
+    "group_limit": ("group_limit", lambda x: _limit(x, "group_limit")),
+}
+
+#: Enqueue options this module adds to ``jobs.enqueue`` (seconds, like ``delay``/``timeout``).
+JOB_OPTIONS: dict[str, tuple[str, Any]] = {
+    "retry_delay": ("retry_delay_ms", lambda x: _seconds(x, "retry_delay")),
+    "retry_backoff": ("retry_backoff", lambda x: _flag(x, "retry_backoff")),
+    "retry_delay_max": ("retry_delay_max_ms", lambda x: _seconds(x, "retry_delay_max", positive=True)),
+    "retention": ("retention_ms", lambda x: _seconds(x, "retention", positive=True)),
+    "delete_after": ("delete_after_ms", lambda x: _seconds(x, "delete_after")),
+    "dead_letter": ("dead_letter", lambda x: None if x is None else v.name(x, "dead_letter")),
+    "debounce": ("debounce_ms", lambda x: _seconds(x, "debounce", positive=True)),
+}
+_QUEUE_ONLY = {"policy", "concurrency_limit", "group_limit"}
+
+
+def _queue_settings(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Validated ``{column: value}`` for the options given (``_UNSET`` ones left out)."""
+    out: dict[str, Any] = {}
+    for option, value in options.items():
+        if value is _UNSET:
+            continue
+        column, check = _QUEUE_OPTIONS[option]
+        out[column] = check(value)
+    if out.get("dead_letter") == name:
+        raise InvalidArgument(f"queue {name!r} cannot be its own dead-letter queue")
+    return out
+
 
 class Queues:
-    """``store.queues``: the queue registry."""
+    """``store.queues``: the queue registry, and the queue semantics ``store.jobs`` relies on."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
 
+    # -- the registry ---------------------------------------------------------------------------
+    def create(self, name: str, *, policy: str = _UNSET, max_attempts: int | None = _UNSET,
+               retry_delay: Any = _UNSET, retry_backoff: bool | None = _UNSET, retry_delay_max: Any = _UNSET,
+               timeout: Any = _UNSET, retention: Any = _UNSET, delete_after: Any = _UNSET,
+               dead_letter: str | None = _UNSET, concurrency_limit: int | None = _UNSET,
+               group_limit: int | None = _UNSET) -> Queue:
+        """Create queue ``name``, or set the given options on it if it exists (options not given
+        are left as they are; pass ``None`` to clear one back to the built-in default). Answers
+        the record. Durations are seconds (or timedeltas).
+
+        ``policy`` is one of :data:`POLICIES` and may change only while the queue holds no live
+        (pending, leased or failed) job: :class:`QueueNotEmpty` otherwise."""
+        settings = _queue_settings(v.name(name, "queue"), dict(
+            policy=policy, max_attempts=max_attempts, retry_delay=retry_delay, retry_backoff=retry_backoff,
+            retry_delay_max=retry_delay_max, timeout=timeout, retention=retention, delete_after=delete_after,
+            dead_letter=dead_letter, concurrency_limit=concurrency_limit, group_limit=group_limit))
+        return self._put(name, settings, create=True)
+
+    def update(self, name: str, *, policy: str = _UNSET, max_attempts: int | None = _UNSET,
+               retry_delay: Any = _UNSET, retry_backoff: bool | None = _UNSET, retry_delay_max: Any = _UNSET,
+               timeout: Any = _UNSET, retention: Any = _UNSET, delete_after: Any = _UNSET,
+               dead_letter: str | None = _UNSET, concurrency_limit: int | None = _UNSET,
+               group_limit: int | None = _UNSET) -> Queue:
+        """Change the given options of an existing queue (``None`` clears one); answers the new
+        record. :class:`QueueNotFound` when there is no such queue. New values apply to jobs
+        enqueued from now on, and the limits to the next claim."""
+        settings = _queue_settings(v.name(name, "queue"), dict(
+            policy=policy, max_attempts=max_attempts, retry_delay=retry_delay, retry_backoff=retry_backoff,
+            retry_delay_max=retry_delay_max, timeout=timeout, retention=retention, delete_after=delete_after,
+            dead_letter=dead_letter, concurrency_limit=concurrency_limit, group_limit=group_limit))
+        return self._put(name, settings, create=False)
+
+    def _put(self, name: str, settings: dict[str, Any], *, create: bool) -> Queue:
+        store = self._store
+        with store._session() as s:
+            outcome, row = s.queue_put(name, settings, store._now(), create=create)
+        if outcome == "missing":
+            raise QueueNotFound(f"no queue named {name!r} (queues.create makes one; enqueue does too)",
+                                queue=name)
+        if outcome == "busy":
+            raise QueueNotEmpty(
+                f"queue {name!r} holds live jobs under policy {row[1]!r}: its policy can change only while "
+                f"it has no pending, leased or failed job (pause it and let it drain, or delete(force=True))",
+                queue=name)
+        return _queue(row)
+
+    def get(self, name: str) -> Queue:
+        """The queue's record; :class:`QueueNotFound` when there is none."""
+        v.name(name, "queue")
+        with self._store._session() as s:
+            row = s.queue_get(name)
+        if row is None:
+            raise QueueNotFound(f"no queue named {name!r}", queue=name)
+        return _queue(row)
+
+    def list(self) -> list[Queue]:
+        """Every queue, by name (including those created by an enqueue)."""
+        with self._store._session() as s:
+            return [_queue(r) for r in s.queue_list()]
+
+    def delete(self, name: str, *, force: bool = False) -> int:
+        """Delete the queue with its jobs, their checkpoints and its subscriptions, in one
+        transaction; answers how many jobs went. Refused with :class:`QueueNotEmpty` while it
+        holds live (pending, leased or failed) jobs, unless ``force`` (which deletes them too: a
+        worker holding one then gets a refusal when it settles). A later enqueue to the same name
+        creates the queue afresh, with the built-in defaults."""
+        v.name(name, "queue")
+        _flag(force, "force")
+        with self._store._session() as s:
+            outcome, n = s.queue_delete(name, bool(force))
+        if outcome == "missing":
+            raise QueueNotFound(f"no queue named {name!r}", queue=name)
+        if outcome == "busy":
+            raise QueueNotEmpty(f"queue {name!r} still has {n} live job(s) (pending, leased or failed): "
+                                "let them settle, or delete(name, force=True) to drop them", queue=name, live=n)
+        return n
+
+    def pause(self, name: str) -> Queue:
+        """Stop every process from claiming from this queue (enqueues still land; leased jobs
+        finish). Takes effect at each claimer's next claim."""
+        return self._pause(name, True)
+
+    def resume(self, name: str) -> Queue:
+        """Let claims take from this queue again."""
+        return self._pause(name, False)
+
+    def _pause(self, name: str, paused: bool) -> Queue:
+        v.name(name, "queue")
+        store = self._store
+        with store._session() as s:
+            row = s.queue_pause(name, paused, store._now())
+        if row is None:
+            raise QueueNotFound(f"no queue named {name!r}", queue=name)
+        if not paused:
+            store._wake_local()
+        return _queue(row)
+
     # -- enqueue-time resolution (called by tenure.jobs) ----------------------------------------
     def job_options(self, options: dict[str, Any]) -> dict[str, Any] | None:
-        """Validate extra enqueue options; None when one is unknown."""
-        return None
+        """Validate the enqueue options this module adds (see :data:`JOB_OPTIONS`); answers
+        ``{column: value}``, or None when one is unknown (the caller names them)."""
+        for name in options:
+            if name in _QUEUE_ONLY:
+                raise InvalidArgument(f"{name} is a queue setting, not a job option: "
+                                      f"store.queues.create(queue, {name}=...)")
+        if any(name not in JOB_OPTIONS for name in options):
+            return None
+        out = {}
+        for name, value in options.items():
+            column, check = JOB_OPTIONS[name]
+            out[column] = check(value)
+        return out
 
-    def apply_job_options(self, new: NewJob, options: dict[str, Any]) -> None:
-        return None
+    def apply_job_options(self, new: NewJob, options: dict[str, Any]) -> QueuedJob:
+        """``new`` with the validated options of :meth:`job_options` applied."""
+        job = QueuedJob(**{f: getattr(new, f) for f in _NEW_JOB_FIELDS})
+        for column, value in options.items():
+            if value is not None:
+                setattr(job, column, value)
+        if job.dead_letter is not None and job.dead_letter == job.queue:
+            raise InvalidArgument(f"a job cannot dead-letter to its own queue {job.queue!r}")
+        if job.debounce_ms:
+            if job.run_at is not None or job.delay_ms:
+                raise InvalidArgument("debounce sets the run time itself (now + debounce): give no run_at or delay")
+            if job.singleton_on:
+                raise InvalidArgument("give debounce or singleton_for, not both")
+            job.delay_ms = job.debounce_ms
+            if job.singleton_key is None:
+                job.singleton_key = ""
+        return job
 
     def insert(self, session: Session, jobs: list[NewJob], now: int | None) -> list[str | None]:
-        """Resolve each job's options (job -> queue default -> built-in) and insert them."""
-        for j in jobs:
-            if not j.max_attempts:
-                j.max_attempts = DEFAULT_MAX_ATTEMPTS
-            if j.singleton_on:
-                clock_now = now if now is not None else session.now_ms()
-                j.singleton_on = clock_now - clock_now % j.singleton_on
-        return [jid for jid, _ in session.job_insert(jobs, now)]
+        """Resolve each job's options (job option -> queue default -> built-in) and insert them;
+        answers one id per job. A duplicate under a uniqueness rule answers the id of the job it
+        collided with (a debounced one, the job it updated); None only if that job settled and
+        a retry still could not insert (a race lost three times over)."""
+        if not jobs:
+            return []
+        if not self._resolve(session, jobs, now):
+            return [jid for jid, _ in session.job_insert(jobs, now)]
+        if len(jobs) == 1:  # one insert (and, for a duplicate, reads): no transaction to pay for
+            return self._insert_unique(session, jobs, now)
+        with session.queue_atomic():  # several statements, one all-or-nothing enqueue_many
+            return self._insert_unique(session, jobs, now)
 
-    def dead_letter(self, session: Session, rows: list[JobRow], now: int | None) -> None:
+    def _resolve(self, session: Session, jobs: Sequence[NewJob], now: int | None) -> bool:
+        """Fill each job's defaults in place; True when one has a uniqueness key."""
+        names = {j.queue for j in jobs}
+        registry = session.queue_defaults(list(names))
+        clock: list[int | None] = [now]
+
+        def current() -> int:
+            if clock[0] is None:
+                clock[0] = session.now_ms()
+            return clock[0]
+
+        keyed = False
+        for j in jobs:
+            retention = getattr(j, "retention_ms", None)
+            q = registry.get(j.queue)
+            if q is not None:
+                if q[1] != "standard":
+                    j.policy = q[1]
+                    if j.singleton_key is None:
+                        j.singleton_key = ""  # the queue-wide key, as pg-boss does
+                if not j.max_attempts:
+                    j.max_attempts = q[2] or DEFAULT_MAX_ATTEMPTS
+                if j.retry_delay_ms is None:
+                    j.retry_delay_ms = q[3]
+                if j.retry_backoff is None and q[4] is not None:
+                    j.retry_backoff = bool(q[4])
+                if j.retry_delay_max_ms is None:
+                    j.retry_delay_max_ms = q[5]
+                if j.timeout_ms is None:
+                    j.timeout_ms = q[6]
+                if retention is None:
+                    retention = q[7]
+                if j.delete_after_ms is None:
+                    j.delete_after_ms = q[8]
+                if j.dead_letter is None and q[9] != j.queue:
+                    j.dead_letter = q[9]
+            elif not j.max_attempts:
+                j.max_attempts = DEFAULT_MAX_ATTEMPTS
+            if retention is not None:
+                j.keep_until = (j.run_at if j.run_at is not None else current() + j.delay_ms) + retention
+            if j.singleton_on:
+                t = current()
+                j.singleton_on = t - t % j.singleton_on
+            if j.singleton_key is not None:
+                keyed = True
+        return keyed
+
+    def _insert_unique(self, session: Session, jobs: list[NewJob], now: int | None) -> list[str | None]:
+        plain = [j for j in jobs if not getattr(j, "debounce_ms", None)]
+        answers: dict[int, str | None] = {}
+        if plain:
+            for j, (jid, inserted) in zip(plain, session.job_insert(plain, now), strict=True):
+                answers[id(j)] = jid if inserted or j.singleton_key is None else self._duplicate(session, j, now)
+        for j in jobs:
+            if getattr(j, "debounce_ms", None):
+                answers[id(j)] = self._debounce(session, j, now)
+        return [answers[id(j)] for j in jobs]
+
+    def _duplicate(self, session: Session, j: NewJob, now: int | None) -> str | None:
+        """The answer for a keyed job the insert did not write."""
+        for _ in range(_DUPLICATE_RETRIES):
+            if session.job_get(j.id) is not None:
+                return j.id  # its own id exists: written now, or an idempotent repeat
+            dup = session.queue_find_duplicate(j, False)
+            if dup is not None:
+                return dup
+            # The job it collided with left the colliding state meanwhile: try again.
+            ((jid, inserted),) = session.job_insert([j], now)
+            if inserted:
+                return jid
         return None
 
+    def _debounce(self, session: Session, j: NewJob, now: int | None) -> str | None:
+        """Update the pending debounced job of j's (queue, kind, key), or insert j."""
+        for _ in range(_DUPLICATE_RETRIES):
+            got = session.queue_debounce(j, j.debounce_ms, now)
+            if got is not None:
+                return got[0]
+            if session.job_get(j.id) is not None:
+                return j.id
+            dup = session.queue_find_duplicate(j, False)  # refused by a policy or throttle index
+            if dup is not None:
+                return dup
+            # else: a concurrent debounce inserted first; the next update finds its job
+        return session.queue_find_duplicate(j, True)
+
+    # -- dead letters ---------------------------------------------------------------------------
+    def dead_letter(self, session: Session, rows: list[JobRow], now: int | None) -> None:
+        """Copy the newly dead ``rows`` that name a dead-letter queue into it, in the caller's
+        transaction: same kind, payload, priority and keys, ``last_error`` kept, ``origin_id`` the
+        dead job's id; attempts and retry settings from the dead-letter queue's defaults."""
+        pairs = [(r[0], str(uuid.uuid4())) for r in rows if r[3] == "dead" and r[19] and r[19] != r[14]]
+        if pairs:
+            session.queue_dead_letter(pairs, DEFAULT_MAX_ATTEMPTS, now)
+
     def redrive(self, queue: str, *, limit: int | None = None) -> int:
-        return 0
+        """Move the dead-letter copies waiting in ``queue`` (pending or failed) back to the queues
+        they died in, oldest first: each becomes a fresh pending job there (attempts 0, that
+        queue's current defaults, ``origin_id`` the job that died), and the copy is settled as
+        ``cancelled`` with ``result == {"redriven_as": new_id}``, in one transaction per batch.
+        A copy the origin queue's policy refuses (its key is taken) stays where it is. Answers how
+        many moved."""
+        v.name(queue, "queue")
+        v.positive_int(limit, "limit", allow_none=True)
+        store = self._store
+        moved = 0
+        after: tuple[int, str] | None = None
+        first = True
+        while limit is None or moved < limit:
+            want = REDRIVE_BATCH if limit is None else min(REDRIVE_BATCH, limit - moved)
+            now = store._now()
+            with store._transaction_session() as s:
+                if first and s.queue_get(queue) is None:
+                    raise QueueNotFound(f"no queue named {queue!r}", queue=queue)
+                first = False
+                rows = s.queue_redrive_select(queue, want, after)
+                if not rows:
+                    break
+                fresh = [NewJob(id=str(uuid.uuid4()), kind=r[1], payload=r[2], queue=r[3], priority=r[5],
+                                run_at=None, delay_ms=0, max_attempts=0, singleton_key=r[6], group_key=r[7],
+                                origin_id=r[4]) for r in rows]
+                ids = self.insert(s, fresh, now)
+                pairs = [(r[0], j.id) for r, j, got in zip(rows, fresh, ids, strict=True) if got == j.id]
+                if pairs:
+                    s.queue_redrive_settle(pairs, now)
+                after = (rows[-1][8], rows[-1][0])
+            moved += len(pairs)
+            if pairs:
+                store._wake_local()
+            if len(rows) < want:
+                break
+        return moved
+
+    # -- fan-out --------------------------------------------------------------------------------
+    def subscribe(self, event: str, queue: str) -> bool:
+        """Subscribe ``queue`` to ``event`` (creating the queue if needed): each publish of the
+        event enqueues one job on it. True when the subscription is new."""
+        v.name(event, "event")
+        v.name(queue, "queue")
+        store = self._store
+        with store._session() as s:
+            return s.subscription_add(event, queue, store._now())
+
+    def unsubscribe(self, event: str, queue: str) -> bool:
+        """Remove one subscription; True when it existed."""
+        v.name(event, "event")
+        v.name(queue, "queue")
+        with self._store._session() as s:
+            return s.subscription_remove(event, queue)
+
+    def subscriptions(self, event: str | None = None) -> list[tuple[str, str]]:
+        """``(event, queue)`` pairs, by event then queue (only ``event``'s when given)."""
+        if event is not None:
+            v.name(event, "event")
+        with self._store._session() as s:
+            return [tuple(r) for r in s.subscription_list(event)]
+
+    def publish(self, event: str, payload: Any = None, *, conn: Any = None, **options: Any) -> list[str | None]:
+        """Enqueue one job of kind ``event`` with ``payload`` on every queue subscribed to
+        ``event``, in one transaction; answers the ids in queue-name order ([] when nothing is
+        subscribed). ``options`` are ``jobs.enqueue``'s (each queue's defaults still apply);
+        ``conn=`` writes in the caller's own transaction (the outbox)."""
+        v.name(event, "event")
+        for bad in ("id", "queue", "kind"):
+            if bad in options:
+                raise InvalidArgument(f"publish takes no {bad}: it makes one job of kind {event!r} per "
+                                      "subscribed queue")
+        store = self._store
+        view = store.jobs
+        known = ("run_at", "delay", "max_attempts", "priority", "timeout", "singleton_key", "singleton_for",
+                 "group_key")
+        args = {k: options.pop(k, None) for k in known}
+        args["priority"] = args["priority"] or 0
+
+        def build(queues: list[str]) -> list[NewJob]:
+            return [view._build(event, payload, id=None, queue=q, options=dict(options), **args) for q in queues]
+
+        now = store._now()
+        if conn is not None:
+            s = store._adopt(conn)
+            return self.insert(s, build(s.subscription_queues(event)), now)
+        with store._transaction_session() as s:
+            queues = s.subscription_queues(event)
+            ids = self.insert(s, build(queues), now) if queues else []
+        if ids:
+            store._wake_local()
+        return ids

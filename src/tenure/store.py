@@ -108,6 +108,20 @@ class Store:
         hand (``tenure maintain --once``). See :mod:`tenure.maintenance`."""
         return self._maintenance()
 
+    # -- fan-out (delegates to store.queues) ----------------------------------------------------
+    def publish(self, event: str, payload: Any = None, *, conn: Any = None, **enqueue_options: Any) -> list[str | None]:
+        """Enqueue one job of kind ``event`` on every queue subscribed to it, in one transaction;
+        answers the ids in queue-name order. See :meth:`tenure.queues.Queues.publish`."""
+        return self.queues.publish(event, payload, conn=conn, **enqueue_options)
+
+    def subscribe(self, event: str, queue: str) -> bool:
+        """Subscribe ``queue`` to ``event``; True when new. See :meth:`tenure.queues.Queues.subscribe`."""
+        return self.queues.subscribe(event, queue)
+
+    def unsubscribe(self, event: str, queue: str) -> bool:
+        """Remove a subscription; True when it existed."""
+        return self.queues.unsubscribe(event, queue)
+
     # -- clock & randomness --------------------------------------------------------------------
     def _now(self) -> int | None:
         """The injected clock's ms, or None: the engine's own clock."""

@@ -73,17 +73,14 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         conn = self._conn
         out: list[tuple[str, bool]] = []
         if len(jobs) > 1 and all(j.singleton_key is None for j in jobs):
-            before = conn.total_changes
-            conn.executemany(Q.INSERT, [_insert_params(j, now) for j in jobs])
-            if conn.total_changes - before == len(jobs):
+            # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.
+            if conn.executemany(Q.INSERT, [_insert_params(j, now) for j in jobs]).rowcount == len(jobs):
                 return [(j.id, True) for j in jobs]
             # Some ids existed: answer per job (the rows are written; only the flags are unknown).
             return [(j.id, conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone()
                      is not None and False) for j in jobs]
         for j in jobs:
-            before = conn.total_changes
-            conn.execute(Q.INSERT, _insert_params(j, now))
-            if conn.total_changes - before == 1:
+            if conn.execute(Q.INSERT, _insert_params(j, now)).rowcount == 1:
                 out.append((j.id, True))
                 continue
             if conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone():
@@ -112,8 +109,9 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         if not limited:
             if not free:
                 return []
-            return conn.execute(_claim_sql(len(free), kinds is not None, False),
+            rows = conn.execute(_claim_sql(len(free), kinds is not None, False),
                                 _claim_params(kinds, free, owner, lease_ms, now, limit)).fetchall()
+            return sorted(rows, key=_claim_order) if len(rows) > 1 else rows
         # Limited queues: count and lease inside one write transaction, so no other process can
         # race past a limit (SQLite has one writer).
         with self._atomic():
@@ -136,7 +134,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
                     if not got:
                         break
                     rows.extend(got)
-            return rows
+            return sorted(rows, key=_claim_order)
 
     def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
         now = _wall_ms() if now is None else now
@@ -228,6 +226,11 @@ def _insert_params(j: NewJob, now: int) -> dict[str, Any]:
         "retry_delay_max_ms": j.retry_delay_max_ms, "keep_until": j.keep_until,
         "delete_after_ms": j.delete_after_ms, "last_error": j.last_error,
     }
+
+
+def _claim_order(row: JobRow) -> tuple:
+    """Claim order (priority DESC, run_at, created_at, id): UPDATE ... RETURNING has none."""
+    return (-row[15], row[4], row[12], row[0])
 
 
 _CLAIM_CACHE: dict[tuple[int, bool, bool], str] = {}

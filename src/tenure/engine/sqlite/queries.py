@@ -9,6 +9,7 @@ from ..base import JOB_COLUMNS
 
 COLS = ", ".join(JOB_COLUMNS)
 
+SERIAL = "policy IN ('singleton', 'stately') AND singleton_key IS NOT NULL"
 # A 'singleton'/'stately' job waits while another job with its key is leased (issue 5 policies).
 SINGLETON_FILTER = """
         AND (j.singleton_key IS NULL OR j.policy NOT IN ('singleton', 'stately')
@@ -22,7 +23,8 @@ GROUP_FILTER = ("AND (j.group_key IS NULL OR j.group_key NOT IN "
 # The head of one queue: index-ordered, so the LIMIT stops the scan early (flat with depth).
 CLAIM_QUEUE_HEAD = """
     SELECT * FROM (
-      SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j INDEXED BY tenure_jobs_claim
+      SELECT j.id, j.priority, j.run_at, j.created_at, j.queue, j.policy, j.singleton_key
+      FROM tenure_jobs j INDEXED BY tenure_jobs_claim
       WHERE j.queue = :q{i} AND j.state IN ('pending', 'failed') AND j.run_at <= :now
         {kind_filter} {group_filter} {singleton_filter}
       ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)"""
@@ -30,19 +32,27 @@ CLAIM_QUEUE_HEAD = """
 # Expired leases in the claimed queues: recovery is the next claim (JOBS-FORMAT §5).
 CLAIM_EXPIRED = """
     SELECT * FROM (
-      SELECT j.id, j.priority, j.run_at, j.created_at FROM tenure_jobs j INDEXED BY tenure_jobs_leased
+      SELECT j.id, j.priority, j.run_at, j.created_at, j.queue, j.policy, j.singleton_key
+      FROM tenure_jobs j INDEXED BY tenure_jobs_leased
       WHERE j.state = 'leased' AND j.lease_until <= :now
         AND j.queue IN (SELECT value FROM json_each(:queues)) {kind_filter} {group_filter}
       ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)"""
 
 # ONE guarded statement: merge the queue heads, lease the first :limit, mint a token per row.
+# Of the 'singleton'/'stately' candidates sharing a key only the first is taken (key_rank), so one
+# batch never leases two jobs of one key (SINGLETON_FILTER already skips keys leased before).
 CLAIM = f"""
 UPDATE tenure_jobs SET state = 'leased', lease_owner = :owner, lease_until = :now + :lease_ms,
   lease_generation = lease_generation + 1, lease_token = lower(hex(randomblob(16))),
   attempts = attempts + 1, updated_at = :now
 WHERE id IN (
-  SELECT id FROM ({{heads}}
-  ) ORDER BY priority DESC, run_at, created_at, id LIMIT :limit)
+  SELECT id FROM (
+    SELECT id, priority, run_at, created_at, row_number() OVER (
+      PARTITION BY CASE WHEN {SERIAL} THEN queue END, CASE WHEN {SERIAL} THEN singleton_key ELSE id END
+      ORDER BY priority DESC, run_at, created_at, id) AS key_rank
+    FROM ({{heads}}
+    ))
+  WHERE key_rank = 1 ORDER BY priority DESC, run_at, created_at, id LIMIT :limit)
 RETURNING {COLS}
 """
 

@@ -1,0 +1,28 @@
+-- Queue policies, throttling, debounce and dead letters (issue 5), enforced by the database:
+-- the same columns and partial unique indexes as SQLite's 0004.
+--
+-- "Queued" means pending: a job waiting to retry (failed) is not queued for the short and
+-- stately policies, so a failure can never collide with a job enqueued while it ran (see
+-- docs/queues.md). A job without a singleton_key in a queue with a policy is stored with the
+-- key '' (the queue-wide key, as pg-boss does); a NULL key is never unique, so standard-policy
+-- jobs pay nothing here. Inserts use ON CONFLICT DO NOTHING: of two racing inserts of one key,
+-- the second waits for the first to commit and then writes nothing.
+ALTER TABLE tenure_jobs ADD COLUMN IF NOT EXISTS debounce_ms BIGINT;
+ALTER TABLE tenure_jobs ADD COLUMN IF NOT EXISTS origin_queue TEXT;
+
+-- short and stately: one pending job per key.
+CREATE UNIQUE INDEX IF NOT EXISTS tenure_jobs_u_queued
+  ON tenure_jobs (queue, singleton_key)
+  WHERE state = 'pending' AND policy IN ('short', 'stately') AND singleton_key IS NOT NULL;
+-- exclusive: one queued-or-active (pending, failed or leased) job per key.
+CREATE UNIQUE INDEX IF NOT EXISTS tenure_jobs_u_exclusive
+  ON tenure_jobs (queue, singleton_key)
+  WHERE state IN ('pending', 'failed', 'leased') AND policy = 'exclusive' AND singleton_key IS NOT NULL;
+-- singleton_for: one job per key per time bucket (a cancelled one frees its bucket).
+CREATE UNIQUE INDEX IF NOT EXISTS tenure_jobs_u_throttle
+  ON tenure_jobs (queue, singleton_on, singleton_key)
+  WHERE singleton_on IS NOT NULL AND singleton_key IS NOT NULL AND state <> 'cancelled';
+-- debounce: one pending debounced job per (queue, kind, key); a later enqueue updates it.
+CREATE UNIQUE INDEX IF NOT EXISTS tenure_jobs_u_debounce
+  ON tenure_jobs (queue, kind, singleton_key)
+  WHERE state = 'pending' AND debounce_ms IS NOT NULL AND singleton_key IS NOT NULL;

@@ -103,6 +103,11 @@ def table_rows(engine: str, res: dict[str, Any], rat: dict[str, Any]) -> list[Ro
     def cpu(r: dict[str, Any]) -> str:
         return _fmt(r.get("cpu_us_per_job"))
 
+    for name, r in res.items():
+        if "error" in r:
+            rows.append((name, "did not complete", r["error"][:80], "", "", "FAILED"))
+    res = {k: v for k, v in res.items() if "error" not in v}
+
     def ok(r: Any) -> str:
         v = _get(r, "verified", "ok") if isinstance(r, dict) else None
         return "-" if v is None else ("yes" if v else "FAILED")

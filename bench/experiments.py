@@ -242,13 +242,16 @@ def applied(names: list[str]) -> Iterator[None]:
             os.environ[ENV] = old
 
 
-def apply_from_env() -> ExitStack:
+_CHILD_PATCHES: list[ExitStack] = []  # held so the patches' generators are never finalised (undone)
+
+
+def apply_from_env() -> None:
     """In a child process: apply the patches the parent exported (kept until exit)."""
     stack = ExitStack()
     names = [n for n in os.environ.get(ENV, "").split(",") if n]
     for n in names:
         stack.enter_context(PATCHES[n].apply())
-    return stack
+    _CHILD_PATCHES.append(stack)
 
 
 # -- A/B runner -----------------------------------------------------------------------------------------

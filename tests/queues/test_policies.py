@@ -221,3 +221,20 @@ def test_standard_queue_keys_do_nothing_without_throttle_or_debounce(store):
     b = store.jobs.enqueue("k", 2, queue="q", singleton_key="x")
     assert a != b
     assert len(store.jobs.claim_many("k", owner="w", limit=5)) == 2
+
+
+def test_policies_hold_inside_the_callers_transaction(store):
+    """The outbox (JOBS-FORMAT checklist 3.19) with a policy: a duplicate inside the transaction
+    answers the first job's id without ending the transaction; a rollback takes both away."""
+    store.queues.create("q", policy="short")
+    with pytest.raises(RuntimeError):
+        with store.transaction() as tx:
+            a = tx.jobs.enqueue("k", 1, queue="q", singleton_key="x")
+            assert store.jobs.enqueue("k", 2, queue="q", singleton_key="x", conn=tx.connection) == a
+            assert tx.jobs.enqueue("k", 3, queue="q", singleton_key="x", debounce=5) == a
+            raise RuntimeError("rollback")
+    assert jobs_in(store, "q") == []
+    with store.transaction() as tx:
+        b = tx.jobs.enqueue("k", 1, queue="q", singleton_key="x")
+        assert tx.jobs.enqueue_many([{"kind": "k", "queue": "q", "singleton_key": "x"}]) == [b]
+    assert [j.id for j in jobs_in(store, "q")] == [b]

@@ -182,8 +182,13 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         return dict(self._conn.execute(Q.COUNTS).fetchall())
 
     def job_page(self, *, state, kind, queue, after, limit) -> list[JobRow]:
-        return self._conn.execute(Q.PAGE, {"state": state, "kind": kind, "queue": queue,
-                                           "after": after, "limit": limit}).fetchall()
+        params = {"state": state, "kind": kind, "queue": queue, "after": after, "limit": limit}
+        shape = tuple(params[name] is not None for name in Q.PAGE_FILTERS)
+        sql = _PAGE_CACHE.get(shape)
+        if sql is None:
+            filters = "".join(text for name, text in Q.PAGE_FILTERS.items() if params[name] is not None)
+            sql = _PAGE_CACHE[shape] = Q.PAGE.format(filters=filters)
+        return self._conn.execute(sql, params).fetchall()
 
     def job_sweep(self, settled_before: int, limit: int) -> int:
         conn = self._conn
@@ -234,6 +239,7 @@ def _claim_order(row: JobRow) -> tuple:
 
 
 _CLAIM_CACHE: dict[tuple[int, bool, bool], str] = {}
+_PAGE_CACHE: dict[tuple[bool, ...], str] = {}
 
 
 def _claim_sql(n_queues: int, by_kind: bool, group_filter: bool) -> str:

@@ -145,12 +145,19 @@ RETURNING {COLS}
 
 COUNTS = "SELECT state, count(*) FROM tenure_jobs GROUP BY state"
 
+# Keyset page by id. The WHERE clause is built per filter shape (see PAGE_FILTERS): a generic
+# "(:after IS NULL OR id > :after)" would stop SQLite seeking on the primary key.
 PAGE = f"""
 SELECT {COLS} FROM tenure_jobs
-WHERE (:state IS NULL OR state = :state) AND (:kind IS NULL OR kind = :kind)
-  AND (:queue IS NULL OR queue = :queue) AND (:after IS NULL OR id > :after)
+WHERE 1 = 1 {{filters}}
 ORDER BY id LIMIT :limit
 """
+PAGE_FILTERS = {
+    "state": " AND state = :state",
+    "kind": " AND kind = :kind",
+    "queue": " AND queue = :queue",
+    "after": " AND id > :after",
+}
 
 SWEEP_SELECT = """
 SELECT id FROM tenure_jobs INDEXED BY tenure_jobs_settled

@@ -473,6 +473,14 @@ class Jobs(_JobsBase):
                 break
         return SweepResult(removed)
 
+    def checkpoints_of(self, job_id: str) -> list[Checkpoint]:
+        """Read-only: every checkpoint row of a job (a workflow run), any generation, for
+        inspection (``tenure runs show``, the dashboard). Saving needs the attempt's lease."""
+        v.job_id(job_id)
+        with self._session() as s:
+            rows = s.checkpoint_list(job_id, 2**62)
+        return [Checkpoint(job_id, n, None if val is None else _loads(val), g) for n, val, g in rows]
+
     def create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:
         """A worker over this store (JOBS-FORMAT §6). Always root-owned."""
         from .worker import Worker

@@ -10,7 +10,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, InvalidType, LeaseNotHeld
-from ..records import Lease
 from .document import Flow
 from .identity import RUN_NODE, is_legacy
 from .registry import RESERVED_PREFIX
@@ -23,10 +22,7 @@ DESCRIBE_VERSION = 1
 
 
 def _read_checkpoints(store: Store, job_id: str, generation: int) -> list[Any]:
-    # A read-only view: ``Checkpoints.list`` reads by job id and generation and never uses the
-    # token, so a lease-shaped key with no token is enough (nothing here can write).
-    key = Lease(job_id, "", generation, 0, "", 0)
-    return store.jobs.checkpoints(key).list()
+    return [c for c in store.jobs.checkpoints_of(job_id) if c.generation <= generation]
 
 
 def describe_run(store: Store, job_id: str, *, flow: Flow | None = None) -> dict[str, Any] | None:

@@ -50,6 +50,13 @@ TICK = 0.05
 PARENT_CHECK = 0.5
 
 
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 @dataclass
 class _Child:
     slot: int
@@ -148,7 +155,7 @@ class Supervisor:
             child.failures = 0
             child.restart_at = now
             return
-        how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with status {rc}"
+        how = f"killed by {_signal_name(-rc)}" if rc < 0 else f"exited with status {rc}"
         if lived >= HEALTHY_AFTER:
             child.failures = 0
         child.failures += 1
@@ -167,10 +174,10 @@ class Supervisor:
         if not self._stopping:
             self._stopping = True
             log.info("tenure supervisor: %s, stopping %d worker process(es) gracefully (again to stop now)",
-                     signal.Signals(signum).name, sum(c.proc is not None for c in self._children))
+                     _signal_name(signum), sum(c.proc is not None for c in self._children))
         else:
             self._immediate = True
-            log.warning("tenure supervisor: %s again, stopping worker processes now", signal.Signals(signum).name)
+            log.warning("tenure supervisor: %s again, stopping worker processes now", _signal_name(signum))
         for child in self._children:
             child.restart_at = None
             if child.proc is not None and child.proc.poll() is None:

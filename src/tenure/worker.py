@@ -700,8 +700,9 @@ class Worker:
                 log.error("failing %d job(s) failed: %s", len(fails), exc)
                 results = [exc] * len(fails)
             for (attempt, error), res in zip(fails, results, strict=True):
+                code = getattr(error, "code", None)
                 self._after_settle(attempt, "failed", res if isinstance(res, BaseException) else None,
-                                   reason=v.error_message(error))
+                                   reason=v.error_message(error), code=code if isinstance(code, str) else None)
         self._check_exhausted()
 
     def _retrying(self, call: Callable[[], Any], attempts: list[Attempt]) -> Any:
@@ -726,13 +727,16 @@ class Worker:
                 delay = min(delay * 2, SETTLE_RETRY_MAX)
 
     def _after_settle(self, attempt: Attempt, outcome: str, err: BaseException | None,
-                      reason: str | None = None) -> None:
+                      reason: str | None = None, code: str | None = None) -> None:
+        """Count and report one settled attempt. ``err`` is the settling call's refusal (or
+        storage error); ``code`` is the handler's own coded error, reported with a failure
+        (a refused workflow resume fails with TN2069, checklist decision 6)."""
         attempt.settled = True
         if err is None:
             self._count("completions" if outcome == "completed" else "failures")
             if outcome == "failed" and attempt.timed_out:
                 self._count("timeouts")
-            self._outcome(attempt, outcome, reason=reason)
+            self._outcome(attempt, outcome, code=code, reason=reason)
         elif getattr(err, "code", None) in FENCE_CODES:
             if attempt.operator_cancelled:
                 self._count("cancellations")

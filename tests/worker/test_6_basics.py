@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+import tenure
 from tenure.worker import StopResult
 
 from ._wk import Outcomes, wait_for
@@ -271,6 +272,25 @@ def test_6_16_on_outcome_once_per_settled_attempt(any_store, make_worker, other_
     stats = w.stats()
     assert (stats["completions"], stats["failures"], stats["lost_settlements"], stats["cancellations"]) == \
         (2, 1, 1, 1)
+
+
+def test_6_16_a_failure_reports_the_handlers_own_code(any_store, make_worker):
+    """JOBS-FORMAT checklist 6.16 with decision 6: a handler failing with a coded error (a refused
+    workflow resume, TN2069) is reported ``failed`` with that ``code``; an uncoded one has none."""
+    seen = Outcomes()
+
+    def handler(payload, ctx):
+        if payload == "coded":
+            raise tenure.errors.ResumeMismatch("revision changed")
+        raise RuntimeError("plain")
+
+    any_store.jobs.enqueue("k", "coded", max_attempts=1)
+    any_store.jobs.enqueue("k", "plain", max_attempts=1)
+    w = make_worker(any_store, {"k": handler}, on_outcome=seen)
+    w.start()
+    events = sorted(seen.wait(2), key=lambda e: e["reason"])
+    assert [(e["outcome"], e.get("code"), e["reason"]) for e in events] == [
+        ("failed", "TN2069", "[TN2069] revision changed"), ("failed", None, "plain")]
 
 
 def test_6_17_a_raising_observer_never_affects_the_loop(any_store, make_worker):

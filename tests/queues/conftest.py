@@ -30,9 +30,14 @@ def _empty_pg() -> None:
         _pg["tables"] = [r[0] for r in conn.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
             "AND table_name LIKE 'tenure%' AND table_name <> 'tenure_migrations' ORDER BY table_name")]
-    with conn.transaction():
-        for table in _pg["tables"]:
-            conn.execute(f"DELETE FROM {table}")
+    try:
+        with conn.transaction():
+            for table in _pg["tables"]:
+                conn.execute(f"DELETE FROM {table}")
+    except psycopg.OperationalError:  # the server restarted under the kept connection: once more
+        conn.close()
+        _pg.pop("conn")
+        _empty_pg()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -163,25 +163,22 @@ class Store:
 
     @contextmanager
     def _session(self, cancel: threading.Event | None = None) -> Iterator[Session]:
-        self._check_root()
-        self._ensure_open()
-        try:
-            with self.engine.session(cancel) as s:
-                yield s
-        except TenureError:
-            raise
-        except Exception as exc:
-            err = self.engine.classify(exc)
-            if err is exc:
-                raise
-            raise err from exc
+        """A root session (autocommit), with driver errors classified."""
+        with self._classified(self.engine.session, cancel) as s:
+            yield s
 
     @contextmanager
     def _transaction_session(self, cancel: threading.Event | None = None) -> Iterator[Session]:
+        """A root session inside one write transaction, with driver errors classified."""
+        with self._classified(self.engine.transaction, cancel) as s:
+            yield s
+
+    @contextmanager
+    def _classified(self, opener, cancel: threading.Event | None) -> Iterator[Session]:
         self._check_root()
         self._ensure_open()
         try:
-            with self.engine.transaction(cancel) as s:
+            with opener(cancel) as s:
                 yield s
         except TenureError:
             raise

@@ -59,6 +59,20 @@ class NewJob:
     last_error: str | None = None
 
 
+def new_job_params(j: NewJob, now: int | None) -> dict[str, Any]:
+    """The named parameters of one insert, shared by every dialect's INSERT statement."""
+    return {
+        "id": j.id, "kind": j.kind, "payload": j.payload, "run_at": j.run_at, "delay_ms": j.delay_ms,
+        "now": now, "max_attempts": j.max_attempts, "queue": j.queue, "priority": j.priority,
+        "timeout_ms": j.timeout_ms, "singleton_key": j.singleton_key, "singleton_on": j.singleton_on,
+        "policy": j.policy, "group_key": j.group_key, "dead_letter": j.dead_letter,
+        "origin_id": j.origin_id, "retry_delay_ms": j.retry_delay_ms,
+        "retry_backoff": None if j.retry_backoff is None else int(j.retry_backoff),
+        "retry_delay_max_ms": j.retry_delay_max_ms, "keep_until": j.keep_until,
+        "delete_after_ms": j.delete_after_ms, "last_error": j.last_error,
+    }
+
+
 @dataclass(slots=True)
 class Settle:
     """One fenced settlement in a batch: complete (``result``) or fail (``error``, ``delay_ms``).

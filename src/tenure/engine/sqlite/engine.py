@@ -30,7 +30,7 @@ from ...errors import (
     StoreUnavailable,
     TenureError,
 )
-from ..base import Engine, JobRow, NewJob, Session, Settle, Watcher
+from ..base import Engine, JobRow, NewJob, Session, Settle, Watcher, new_job_params
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from . import queries as Q
 from .insights import SQLiteInsightsMixin
@@ -220,17 +220,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         return self._conn
 
 
-def _insert_params(j: NewJob, now: int) -> dict[str, Any]:
-    return {
-        "id": j.id, "kind": j.kind, "payload": j.payload, "run_at": j.run_at, "delay_ms": j.delay_ms,
-        "now": now, "max_attempts": j.max_attempts, "queue": j.queue, "priority": j.priority,
-        "timeout_ms": j.timeout_ms, "singleton_key": j.singleton_key, "singleton_on": j.singleton_on,
-        "policy": j.policy, "group_key": j.group_key, "dead_letter": j.dead_letter,
-        "origin_id": j.origin_id, "retry_delay_ms": j.retry_delay_ms,
-        "retry_backoff": None if j.retry_backoff is None else int(j.retry_backoff),
-        "retry_delay_max_ms": j.retry_delay_max_ms, "keep_until": j.keep_until,
-        "delete_after_ms": j.delete_after_ms, "last_error": j.last_error,
-    }
+_insert_params = new_job_params
 
 
 def _claim_order(row: JobRow) -> tuple:

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..base import NewJob
+from ..base import NewJob, new_job_params
 
 QUEUE_COLS = ("name, policy, max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, timeout_ms, "
               "retention_ms, delete_after_ms, dead_letter, concurrency_limit, group_limit, paused, created_at, "
@@ -128,16 +128,7 @@ def _now(now: int | None) -> int:
 
 
 def _job_params(j: NewJob, now: int, debounce_ms: int | None) -> dict[str, Any]:
-    return {
-        "id": j.id, "kind": j.kind, "payload": j.payload, "run_at": j.run_at, "delay_ms": j.delay_ms,
-        "now": now, "max_attempts": j.max_attempts, "queue": j.queue, "priority": j.priority,
-        "timeout_ms": j.timeout_ms, "singleton_key": j.singleton_key, "singleton_on": j.singleton_on,
-        "policy": j.policy, "group_key": j.group_key, "dead_letter": j.dead_letter,
-        "origin_id": j.origin_id, "retry_delay_ms": j.retry_delay_ms,
-        "retry_backoff": None if j.retry_backoff is None else int(j.retry_backoff),
-        "retry_delay_max_ms": j.retry_delay_max_ms, "keep_until": j.keep_until,
-        "delete_after_ms": j.delete_after_ms, "last_error": j.last_error, "debounce_ms": debounce_ms,
-    }
+    return {**new_job_params(j, now), "debounce_ms": debounce_ms}
 
 
 class SQLiteQueuesMixin:

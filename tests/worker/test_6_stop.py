@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 
@@ -262,3 +264,26 @@ def test_6_21_a_refused_claim_is_counted_never_swallowed(engine_url, make_worker
     finally:
         store.close()
         writer.close()
+
+
+_START_STOP = """
+import sys, tenure
+store = tenure.connect(sys.argv[1])
+for _ in range(200):
+    w = store.jobs.create_worker({"k": lambda p, ctx: None}, poll_interval=0.01, maintenance=False)
+    w.start()
+    store.jobs.enqueue("k")
+    w.stop()
+store.close()
+print("ok")
+"""
+
+
+def test_6_27_6_28_rapid_start_stop_never_crashes(tmp_path):
+    """JOBS-FORMAT checklist 6.27 and 6.28 under churn: 200 start/stop cycles with the SQLite
+    watcher on. The watcher's connection is closed by its own thread once it has stopped reading
+    (closing it from stop() while it ran ``PRAGMA data_version`` crashed the interpreter)."""
+    out = subprocess.run([sys.executable, "-c", _START_STOP, f"sqlite:///{tmp_path}/churn.db"],
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr.decode()[-2000:])
+    assert out.stdout.decode().strip() == "ok"

@@ -511,7 +511,7 @@ def test_the_claim_reads_the_partial_indexes_at_100k_pending(engine, schema):
         for mode in ("auto", "force_generic_plan"):
             conn.execute(f"SET plan_cache_mode = {mode}")
             for name, (kinds, queues) in shapes.items():
-                sql = pg_engine._claim_sql(kinds, queues)
+                sql = pg_engine._claim_sql(kinds, queues, limit=100)
                 params = pg_engine._claim_params(kinds, queues, "w", 30_000, T0, 100)
                 plan = _plan(conn, sql, params)
                 index = "tenure_jobs_claim " if queues else "tenure_jobs_claim_any"

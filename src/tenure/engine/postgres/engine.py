@@ -123,7 +123,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
         if limits and queues is not None:
             limits = [lim for lim in limits if lim[0] in queues]
         if not limits:
-            return conn.execute(_claim_sql(kinds, queues), _claim_params(
+            return conn.execute(_claim_sql(kinds, queues, limit=limit), _claim_params(
                 kinds, queues, owner, lease_ms, now, limit)).fetchall()
         # Limited queues (a concurrency or group limit, or a singleton policy): every claimer of
         # such a queue takes its advisory lock (in name order, so two claimers never wait on each
@@ -134,7 +134,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
         rows: list[JobRow] = []
         with _atomic(conn):
             if queues is None or any(q not in limited for q in queues):
-                rows = conn.execute(_claim_sql(kinds, queues, excluded=True), _claim_params(
+                rows = conn.execute(_claim_sql(kinds, queues, excluded=True, limit=limit), _claim_params(
                     kinds, queues, owner, lease_ms, now, limit, excluded=limited)).fetchall()
             for name, conc, group_limit, _serial in limits:
                 if len(rows) >= limit:
@@ -153,7 +153,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                         params["limit"] = want = 1
                         params["full_groups"] = [r[0] for r in conn.execute(
                             Q.SATURATED_GROUPS, {"queue": name, "now": now, "group_limit": group_limit})]
-                    sql = _claim_sql(kinds, [name], group_filter=group_limit is not None)
+                    sql = _claim_sql(kinds, [name], group_filter=group_limit is not None, limit=want)
                     got = conn.execute(sql, params).fetchall()
                     rows.extend(got)
                     if len(got) < want:
@@ -250,10 +250,11 @@ def _claim_order(row: JobRow) -> tuple:
 _CLAIM_CACHE: dict[tuple, str] = {}
 
 
-def _claim_sql(kinds, queues, *, excluded: bool = False, group_filter: bool = False) -> str:
-    """The claim statement for this shape of call (cached: the text depends only on the shape)."""
+def _claim_sql(kinds, queues, *, excluded: bool = False, group_filter: bool = False, limit: int = 1) -> str:
+    """The claim statement for this shape of call (cached: the text depends only on the shape and
+    the limit, a small set in practice: a worker claims up to its free slots)."""
     one = queues is not None and len(queues) == 1
-    key = (kinds is None, queues is None, one, excluded, group_filter)
+    key = (kinds is None, queues is None, one, excluded, group_filter, limit)
     sql = _CLAIM_CACHE.get(key)
     if sql is None:
         if one:
@@ -266,7 +267,10 @@ def _claim_sql(kinds, queues, *, excluded: bool = False, group_filter: bool = Fa
             queue_filter += Q.EXCLUDED_FILTER
         if group_filter:
             queue_filter += Q.GROUP_FILTER
-        sql = Q.CLAIM.format(kind_filter="" if kinds is None else Q.KIND_FILTER, queue_filter=queue_filter)
+        if len(_CLAIM_CACHE) >= 1024:
+            _CLAIM_CACHE.clear()
+        sql = Q.CLAIM.format(kind_filter="" if kinds is None else Q.KIND_FILTER, queue_filter=queue_filter,
+                             limit=int(limit))
         _CLAIM_CACHE[key] = sql
     return sql
 

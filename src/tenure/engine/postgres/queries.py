@@ -52,18 +52,21 @@ SERIAL = "policy IN ('singleton', 'stately') AND singleton_key IS NOT NULL"
 # the first is taken (key_rank), as on SQLite, so one batch never leases two jobs of one key.
 # Queue and group concurrency limits, and the singleton policies across processes, are applied by
 # the engine under a per-queue advisory lock; see PostgresSession.job_claim.
+# {limit} is written into the text (a validated int), not sent as a parameter: with LIMIT $n the
+# planner prices a prepared statement's generic plan for 10% of the table and so re-plans this
+# statement on every call; with the number in the text the generic plan is reused.
 _CANDIDATE = "SELECT j.id, j.priority, j.run_at, j.created_at, j.queue, j.policy, j.singleton_key"
 CLAIM = f"""
 WITH {CLOCK},
 due AS (
   {_CANDIDATE} FROM tenure_jobs j
   WHERE j.state IN ('pending', 'failed') AND j.run_at <= {NOW} {_ELIGIBLE_FILTERS}
-  ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT %(limit)s
+  ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT {{limit}}
   FOR UPDATE OF j SKIP LOCKED),
 expired AS (
   {_CANDIDATE} FROM tenure_jobs j
   WHERE j.state = 'leased' AND j.lease_until <= {NOW} {_ELIGIBLE_FILTERS}
-  ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT %(limit)s
+  ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT {{limit}}
   FOR UPDATE OF j SKIP LOCKED),
 ranked AS (
   SELECT id, priority, run_at, created_at, row_number() OVER (
@@ -71,7 +74,7 @@ ranked AS (
     ORDER BY priority DESC, run_at, created_at, id) AS key_rank
   FROM (SELECT * FROM due UNION ALL SELECT * FROM expired) p),
 chosen AS (SELECT id FROM ranked WHERE key_rank = 1
-           ORDER BY priority DESC, run_at, created_at, id LIMIT %(limit)s),
+           ORDER BY priority DESC, run_at, created_at, id LIMIT {{limit}}),
 claimed AS (
   UPDATE tenure_jobs j SET state = 'leased', lease_owner = %(owner)s,
     lease_until = {NOW} + %(lease_ms)s::bigint, lease_generation = j.lease_generation + 1,

@@ -210,7 +210,15 @@ class _JobsBase:
         now = store._now()
         if conn is not None:
             session = store._adopt(conn)
-            return store.queues.insert(session, jobs, now)
+            try:
+                return store.queues.insert(session, jobs, now)
+            except TenureError:
+                raise
+            except Exception as exc:  # the caller's connection: still never a raw driver error
+                err = store.engine.classify(exc)
+                if err is exc:
+                    raise
+                raise err from exc
         with self._session() as s:
             ids = store.queues.insert(s, jobs, now)
         self._after_enqueue()
@@ -311,11 +319,14 @@ class Jobs(_JobsBase):
 
     def _complete_in(self, s: Session, batch, items, now) -> list[TenureError | None]:
         done = s.job_complete(batch, now)
-        if len(done) == len(batch):
+        # Two leases of ONE job in a batch (a worker that reclaimed its own stalled attempt): the
+        # settled id says nothing about WHICH lease won, so every item is classified by its token.
+        shared = len({it.job_id for it in batch}) != len(batch)
+        if len(done) == len(batch) and not shared:
             return [None] * len(batch)
         out: list[TenureError | None] = []
         for (lease, _), item in zip(items, batch, strict=True):
-            if item.job_id in done:
+            if item.job_id in done and not shared:
                 out.append(None)
             else:
                 out.append(refusal(s.job_get(lease.job_id), lease, self._store._now_or(s, now), "complete"))
@@ -351,9 +362,10 @@ class Jobs(_JobsBase):
             dead_rows = [r for r in rows.values() if r[3] == "dead" and r[19]]
             if dead_rows:
                 store.queues.dead_letter(s, dead_rows, now)
+            shared = len({it.job_id for it in batch}) != len(batch)  # see _complete_in
             out: list[Job | TenureError] = []
             for lease, _ in items:
-                row = rows.get(lease.job_id)
+                row = None if shared else rows.get(lease.job_id)
                 if row is not None:
                     out.append(row_to_job(row))
                     continue

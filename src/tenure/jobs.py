@@ -28,6 +28,7 @@ from .errors import (
     TenureError,
 )
 from .records import Checkpoint, Claim, Job, Lease, Page, SweepResult
+from .tracing import enqueue_headers
 
 if TYPE_CHECKING:
     from .store import Store
@@ -43,10 +44,10 @@ _loads = json.loads
 
 def row_to_job(r: JobRow) -> Job:
     """The public record for an engine row: JSON decoded, token dropped."""
-    p, res = r[2], r[11]
+    p, res, h = r[2], r[11], r[21]
     return Job(r[0], r[1], None if p is None else _loads(p), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
                None if res is None else _loads(res), r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19],
-               r[20])
+               r[20], None if h is None else _loads(h))
 
 
 def row_to_claim(r: JobRow) -> Claim:
@@ -203,6 +204,7 @@ class _JobsBase:
             new.singleton_on = singleton_ms  # resolved to a bucket against the clock at insert
         if options:
             new = store.queues.apply_job_options(new, store_options)
+        new.headers = enqueue_headers(kind, queue)
         return new
 
     def _insert(self, jobs: list[NewJob], conn: Any) -> list[str | None]:
@@ -490,7 +492,7 @@ class Jobs(_JobsBase):
         inspection (``tenure runs show``, the dashboard). Saving needs the attempt's lease."""
         v.job_id(job_id)
         with self._session() as s:
-            rows = s.checkpoint_list(job_id, 2**62)
+            rows = s.checkpoint_list(job_id, 2**31 - 1)  # every generation (an int column)
         return [Checkpoint(job_id, n, None if val is None else _loads(val), g) for n, val, g in rows]
 
     def create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:

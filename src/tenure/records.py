@@ -34,6 +34,8 @@ class Job:
     group_key: str | None = None
     dead_letter: str | None = None
     origin_id: str | None = None
+    #: Propagation headers carried from the enqueue (e.g. the OpenTelemetry ``traceparent``).
+    headers: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

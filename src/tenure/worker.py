@@ -42,6 +42,7 @@ from .errors import (
 )
 from .jobs import DEFAULT_LEASE_MS
 from .records import Claim, Job, Lease
+from .tracing import run_span
 
 if TYPE_CHECKING:
     from .store import Store
@@ -587,9 +588,10 @@ class Worker:
             if attempt is None:
                 return
             try:
-                result = attempt.handler(attempt.job.payload, attempt.ctx)
-                if inspect.isawaitable(result):
-                    result = asyncio.run(_await(result))
+                with run_span(attempt.job, attempt.lease.attempt):
+                    result = attempt.handler(attempt.job.payload, attempt.ctx)
+                    if inspect.isawaitable(result):
+                        result = asyncio.run(_await(result))
             except BaseException as exc:  # noqa: BLE001 - a handler cannot break the loop (6.22)
                 self._finish(attempt, False, exc)
             else:
@@ -600,7 +602,8 @@ class Worker:
         if attempt.cancelled.is_set() and attempt.cancelled.reason is SHUTDOWN:
             attempt.task.cancel()
         try:
-            result = await attempt.handler(attempt.job.payload, attempt.ctx)
+            with run_span(attempt.job, attempt.lease.attempt):
+                result = await attempt.handler(attempt.job.payload, attempt.ctx)
         except BaseException as exc:  # noqa: BLE001
             self._finish(attempt, False, exc)
         else:

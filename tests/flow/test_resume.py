@@ -138,8 +138,6 @@ def test_7_12_two_moved_versions_are_each_named(sqlite_store, clock, start_runne
     assert "'publish' moved from version 1 to 5" in job.last_error and "'edit'" not in job.last_error
 
 
-@pytest.mark.xfail(strict=True, reason="worker.py (_after_settle) reports a failed outcome without the "
-                   "error's code; reported to the worker engineer (decision 6 wants code TN2069)")
 def test_decision_6_the_worker_reports_the_refusal_with_its_code(any_store, clock, start_runner):
     outcomes = Recorder()
     job_id = earlier_attempt(any_store, clock, PAYLOAD, identity(run_input=INPUT, versions={"edit": 3}))

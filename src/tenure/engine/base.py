@@ -19,14 +19,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-#: Column order of every job row that crosses the boundary. The first 21 are the public
+#: Column order of every job row that crosses the boundary. The first 22 are the public
 #: :class:`tenure.Job` fields, in field order; ``lease_token`` is last and never leaves
 #: :mod:`tenure.jobs`.
 JOB_COLUMNS: tuple[str, ...] = (
     "id", "kind", "payload", "state", "run_at", "attempts", "max_attempts", "lease_until",
     "lease_owner", "lease_generation", "last_error", "result", "created_at", "updated_at",
     "queue", "priority", "timeout_ms", "singleton_key", "group_key", "dead_letter", "origin_id",
-    "lease_token",
+    "headers", "lease_token",
 )
 TOKEN_INDEX = len(JOB_COLUMNS) - 1
 JobRow = tuple  # a row in JOB_COLUMNS order
@@ -57,6 +57,8 @@ class NewJob:
     keep_until: int | None = None
     delete_after_ms: int | None = None
     last_error: str | None = None
+    #: JSON text of propagation headers (the OpenTelemetry trace context of the enqueue), or None.
+    headers: str | None = None
 
 
 def new_job_params(j: NewJob, now: int | None) -> dict[str, Any]:
@@ -69,7 +71,7 @@ def new_job_params(j: NewJob, now: int | None) -> dict[str, Any]:
         "origin_id": j.origin_id, "retry_delay_ms": j.retry_delay_ms,
         "retry_backoff": None if j.retry_backoff is None else int(j.retry_backoff),
         "retry_delay_max_ms": j.retry_delay_max_ms, "keep_until": j.keep_until,
-        "delete_after_ms": j.delete_after_ms, "last_error": j.last_error,
+        "delete_after_ms": j.delete_after_ms, "last_error": j.last_error, "headers": j.headers,
     }
 
 

@@ -49,7 +49,7 @@ from ...errors import (
     TenureError,
 )
 from .. import redact_url
-from ..base import Engine, JobRow, NewJob, Session, Settle, Watcher, iter_chunks
+from ..base import Engine, JobRow, NewJob, Session, Settle, Watcher, iter_chunks, new_job_params
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from . import queries as Q
 from .insights import PostgresInsightsMixin
@@ -222,16 +222,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
 
 
 def _insert_params(j: NewJob, now: int | None) -> dict[str, Any]:
-    return {
-        "id": j.id, "kind": j.kind, "payload": j.payload, "run_at": j.run_at, "delay_ms": j.delay_ms,
-        "now": now, "max_attempts": j.max_attempts, "queue": j.queue, "priority": j.priority,
-        "timeout_ms": j.timeout_ms, "singleton_key": j.singleton_key, "singleton_on": j.singleton_on,
-        "policy": j.policy, "group_key": j.group_key, "dead_letter": j.dead_letter,
-        "origin_id": j.origin_id, "retry_delay_ms": j.retry_delay_ms,
-        "retry_backoff": None if j.retry_backoff is None else int(j.retry_backoff),
-        "retry_delay_max_ms": j.retry_delay_max_ms, "keep_until": j.keep_until,
-        "delete_after_ms": j.delete_after_ms, "last_error": j.last_error,
-    }
+    return new_job_params(j, now)
 
 
 def _insert_rows(jobs: Sequence[NewJob], now: int | None) -> dict[str, Any]:
@@ -239,7 +230,7 @@ def _insert_rows(jobs: Sequence[NewJob], now: int | None) -> dict[str, Any]:
     rows = [[j.id, j.kind, j.payload, j.run_at, j.delay_ms, j.max_attempts, j.queue, j.priority,
              j.timeout_ms, j.singleton_key, j.singleton_on, j.policy, j.group_key, j.dead_letter,
              j.origin_id, j.retry_delay_ms, None if j.retry_backoff is None else int(j.retry_backoff),
-             j.retry_delay_max_ms, j.keep_until, j.delete_after_ms, j.last_error] for j in jobs]
+             j.retry_delay_max_ms, j.keep_until, j.delete_after_ms, j.last_error, j.headers] for j in jobs]
     return {"now": now, "rows": json.dumps(rows)}
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..base import NewJob
+from ..base import NewJob, new_job_params
 
 QUEUE_COLS = ("name, policy, max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, timeout_ms, "
               "retention_ms, delete_after_ms, dead_letter, concurrency_limit, group_limit, paused, created_at, "
@@ -89,13 +89,13 @@ WITH {CLOCK}
 INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
   created_at, updated_at, queue, priority, timeout_ms, singleton_key, singleton_on, policy, group_key,
   dead_letter, origin_id, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms,
-  last_error, debounce_ms)
+  last_error, debounce_ms, headers)
 SELECT %(id)s::text, %(kind)s::text, %(payload)s::text, 'pending',
   coalesce(%(run_at)s::bigint, c.ms + %(delay_ms)s::bigint), 0, %(max_attempts)s::int, 0, c.ms, c.ms,
   %(queue)s::text, %(priority)s::int, %(timeout_ms)s::bigint, %(singleton_key)s::text,
   %(singleton_on)s::bigint, %(policy)s::text, %(group_key)s::text, %(dead_letter)s::text,
   %(origin_id)s::text, %(retry_delay_ms)s::bigint, %(retry_backoff)s::int, %(retry_delay_max_ms)s::bigint,
-  %(keep_until)s::bigint, %(delete_after_ms)s::bigint, %(last_error)s::text, %(debounce_ms)s::bigint
+  %(keep_until)s::bigint, %(delete_after_ms)s::bigint, %(last_error)s::text, %(debounce_ms)s::bigint, %(headers)s::text
 FROM clock c
 ON CONFLICT DO NOTHING
 RETURNING id
@@ -110,11 +110,11 @@ WITH {CLOCK}
 INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
   created_at, updated_at, queue, priority, timeout_ms, singleton_key, policy, group_key, dead_letter,
   origin_id, origin_queue, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms,
-  last_error)
+  last_error, headers)
 SELECT m.copy_id, d.kind, d.payload, 'pending', c.ms, 0, coalesce(q.max_attempts, %(max_attempts)s::int), 0,
   c.ms, c.ms, d.dead_letter, d.priority, q.timeout_ms, d.singleton_key, 'standard', d.group_key,
   CASE WHEN q.dead_letter <> d.dead_letter THEN q.dead_letter END, d.id, d.queue, q.retry_delay_ms,
-  q.retry_backoff, q.retry_delay_max_ms, c.ms + q.retention_ms, q.delete_after_ms, d.last_error
+  q.retry_backoff, q.retry_delay_max_ms, c.ms + q.retention_ms, q.delete_after_ms, d.last_error, d.headers
 FROM clock c, unnest(%(dead_ids)s::text[], %(copy_ids)s::text[]) AS m(dead_id, copy_id)
 JOIN tenure_jobs d ON d.id = m.dead_id
 LEFT JOIN tenure_queues q ON q.name = d.dead_letter
@@ -157,16 +157,7 @@ SUBSCRIPTIONS_OF = "SELECT event, queue FROM tenure_subscriptions WHERE event = 
 
 
 def _job_params(j: NewJob, now: int | None, debounce_ms: int | None) -> dict[str, Any]:
-    return {
-        "id": j.id, "kind": j.kind, "payload": j.payload, "run_at": j.run_at, "delay_ms": j.delay_ms,
-        "now": now, "max_attempts": j.max_attempts, "queue": j.queue, "priority": j.priority,
-        "timeout_ms": j.timeout_ms, "singleton_key": j.singleton_key, "singleton_on": j.singleton_on,
-        "policy": j.policy, "group_key": j.group_key, "dead_letter": j.dead_letter,
-        "origin_id": j.origin_id, "retry_delay_ms": j.retry_delay_ms,
-        "retry_backoff": None if j.retry_backoff is None else int(j.retry_backoff),
-        "retry_delay_max_ms": j.retry_delay_max_ms, "keep_until": j.keep_until,
-        "delete_after_ms": j.delete_after_ms, "last_error": j.last_error, "debounce_ms": debounce_ms,
-    }
+    return {**new_job_params(j, now), "debounce_ms": debounce_ms}
 
 
 class PostgresQueuesMixin:

@@ -69,11 +69,11 @@ DEBOUNCE_INSERT = """
 INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
   created_at, updated_at, queue, priority, timeout_ms, singleton_key, singleton_on, policy, group_key,
   dead_letter, origin_id, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms,
-  last_error, debounce_ms)
+  last_error, debounce_ms, headers)
 VALUES (:id, :kind, :payload, 'pending', coalesce(:run_at, :now + :delay_ms), 0, :max_attempts, 0,
   :now, :now, :queue, :priority, :timeout_ms, :singleton_key, :singleton_on, :policy, :group_key,
   :dead_letter, :origin_id, :retry_delay_ms, :retry_backoff, :retry_delay_max_ms, :keep_until,
-  :delete_after_ms, :last_error, :debounce_ms)
+  :delete_after_ms, :last_error, :debounce_ms, :headers)
 ON CONFLICT DO NOTHING
 RETURNING id
 """
@@ -86,11 +86,11 @@ DEAD_LETTER = """
 INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
   created_at, updated_at, queue, priority, timeout_ms, singleton_key, policy, group_key, dead_letter,
   origin_id, origin_queue, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms,
-  last_error)
+  last_error, headers)
 SELECT m.value ->> 1, d.kind, d.payload, 'pending', :now, 0, coalesce(q.max_attempts, :max_attempts), 0,
   :now, :now, d.dead_letter, d.priority, q.timeout_ms, d.singleton_key, 'standard', d.group_key,
   CASE WHEN q.dead_letter <> d.dead_letter THEN q.dead_letter END, d.id, d.queue, q.retry_delay_ms,
-  q.retry_backoff, q.retry_delay_max_ms, :now + q.retention_ms, q.delete_after_ms, d.last_error
+  q.retry_backoff, q.retry_delay_max_ms, :now + q.retention_ms, q.delete_after_ms, d.last_error, d.headers
 FROM json_each(:pairs) m JOIN tenure_jobs d ON d.id = m.value ->> 0
 LEFT JOIN tenure_queues q ON q.name = d.dead_letter
 WHERE d.state = 'dead' AND d.dead_letter IS NOT NULL AND d.dead_letter <> d.queue

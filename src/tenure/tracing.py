@@ -1,0 +1,78 @@
+"""OpenTelemetry tracing of enqueue -> run, a no-op without OpenTelemetry.
+
+When ``opentelemetry`` is importable and a span is current at enqueue, tenure opens a PRODUCER span
+``tenure.enqueue <kind>`` and stores its context (W3C ``traceparent``) in the job's ``headers``.
+The worker runs the handler inside a CONSUMER span ``tenure.run <kind>`` whose parent is that
+context, so the run links to the request that enqueued it across processes and hosts; the span
+records the attempt, queue and job id, and the outcome (an exception marks it as an error).
+Without OpenTelemetry nothing is imported beyond one failed import, and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+_api: Any = None  # (trace, propagate, SpanKind) once resolved, False when not installed
+
+
+def _otel() -> Any:
+    global _api
+    if _api is None:
+        try:
+            from opentelemetry import propagate, trace
+            from opentelemetry.trace import SpanKind
+        except ImportError:
+            _api = False
+        else:
+            _api = (trace, propagate, SpanKind)
+    return _api
+
+
+def _configured(trace: Any) -> bool:
+    """True when an SDK tracer provider is installed (the API's default one records nothing)."""
+    return type(trace.get_tracer_provider()).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider")
+
+
+def enqueue_headers(kind: str, queue: str) -> str | None:
+    """Open the enqueue span and answer the headers to store with the job (JSON), or None when
+    there is no trace to continue."""
+    api = _otel()
+    if not api:
+        return None
+    trace, propagate, SpanKind = api
+    if not trace.get_current_span().get_span_context().is_valid:
+        return None
+    tracer = trace.get_tracer("tenure")
+    carrier: dict[str, str] = {}
+    with tracer.start_as_current_span(f"tenure.enqueue {kind}", kind=SpanKind.PRODUCER,
+                                      attributes={"messaging.system": "tenure",
+                                                  "messaging.destination.name": queue,
+                                                  "tenure.kind": kind}):
+        propagate.inject(carrier)
+    return json.dumps(carrier, separators=(",", ":")) if carrier else None
+
+
+def run_span(job: Any, attempt: int):
+    """The context manager the worker runs a handler in: a CONSUMER span continuing the enqueue's
+    trace (or a no-op when OpenTelemetry is absent or unconfigured and the job carries no trace)."""
+    api = _otel()
+    if not api:
+        return nullcontext()
+    trace, propagate, SpanKind = api
+    if job.headers is None and not _configured(trace):
+        return nullcontext()
+    return _span(trace, propagate, SpanKind, job, attempt)
+
+
+@contextmanager
+def _span(trace: Any, propagate: Any, SpanKind: Any, job: Any, attempt: int):
+    parent = propagate.extract(job.headers or {})
+    tracer = trace.get_tracer("tenure")
+    with tracer.start_as_current_span(f"tenure.run {job.kind}", context=parent, kind=SpanKind.CONSUMER,
+                                      attributes={"messaging.system": "tenure",
+                                                  "messaging.destination.name": job.queue,
+                                                  "tenure.kind": job.kind, "tenure.job_id": job.id,
+                                                  "tenure.attempt": attempt}) as span:
+        yield span

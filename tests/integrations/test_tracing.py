@@ -1,0 +1,62 @@
+"""OpenTelemetry: the run of a job continues the trace of the request that enqueued it, across
+processes (the context travels in the job), on both engines (issue 11). Uses the real SDK with an
+in-memory exporter."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+from opentelemetry import trace  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+
+import tenure  # noqa: E402
+
+_exporter = InMemorySpanExporter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def provider():
+    p = TracerProvider()
+    p.add_span_processor(SimpleSpanProcessor(_exporter))
+    trace.set_tracer_provider(p)  # once per process (the API refuses a second one)
+    yield
+
+
+def test_run_span_continues_the_enqueue_trace(engine_url):
+    _exporter.clear()
+    store = tenure.connect(engine_url)
+    tracer = trace.get_tracer("test")
+    with tracer.start_as_current_span("POST /signup") as request_span:
+        ok = store.jobs.enqueue("mail", {"to": "a"})
+        bad = store.jobs.enqueue("mail", {"to": "bad"}, max_attempts=1)
+    untraced = store.jobs.enqueue("mail", {"to": "b"})
+    assert store.jobs.get(ok).headers and "traceparent" in store.jobs.get(ok).headers
+    assert store.jobs.get(untraced).headers is None  # no current span: nothing stored
+
+    def mail(payload, ctx):
+        if payload["to"] == "bad":
+            raise ValueError("no mailbox")
+        return "sent"
+
+    w = store.jobs.create_worker({"mail": mail}, concurrency=2, poll_interval=0.05, maintenance=False)
+    with w:
+        deadline = time.monotonic() + 10
+        while store.jobs.counts()["done"] + store.jobs.counts()["dead"] < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    store.close()
+    spans = _exporter.get_finished_spans()
+    trace_id = request_span.get_span_context().trace_id
+    enqueues = [s for s in spans if s.name == "tenure.enqueue mail"]
+    runs = {s.attributes["tenure.job_id"]: s for s in spans if s.name == "tenure.run mail"}
+    assert len(enqueues) == 2 and all(s.kind == SpanKind.PRODUCER for s in enqueues)
+    assert runs[ok].context.trace_id == trace_id and runs[ok].kind == SpanKind.CONSUMER
+    assert runs[ok].parent.span_id in {s.context.span_id for s in enqueues}
+    assert runs[bad].status.status_code == StatusCode.ERROR
+    assert runs[untraced].context.trace_id != trace_id  # a root of its own

@@ -66,3 +66,15 @@ def test_inline_runs_at_enqueue_without_the_store(tenure_store):
     assert tenure_store.jobs.counts()["pending"] == 0  # nothing was stored
     assert send.enqueue(to="c@example.com").id  # outside the block: stored again
     assert tenure_store.jobs.counts()["pending"] == 1
+
+
+def test_tasks_accept_every_queue_option(tenure_store):
+    app = tenure.App(store=tenure_store)
+
+    @app.task(name="t.opt", retry_delay=2, retry_backoff=True, retry_delay_max=30, debounce=5,
+              singleton_key="k", dead_letter="t.dlq")
+    def t() -> None:
+        return None
+
+    handle = t.enqueue()
+    assert tenure_store.jobs.get(handle.id).dead_letter == "t.dlq"

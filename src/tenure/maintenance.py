@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from .worker import Worker
 
 log = logging.getLogger("tenure.maintenance")
+_ALWAYS = threading.Event()  # a cancellation that is always set: "do not wait for the store"
+_ALWAYS.set()
 
 #: The leased role in ``tenure_leader`` that the sweeping node holds.
 LEADER_ROLE = "maintenance"
@@ -241,7 +243,10 @@ class Maintainer:
                 thread.join()
         with self._hb_lock:
             try:
-                with self.store._session() as s:
+                # Best effort and never blocking a worker's stop(): if the store is busy (an open
+                # application transaction holds the SQLite gate, or the pool is exhausted) the
+                # write is withdrawn at once and the row is reaped later (dead-worker sweep).
+                with self.store._session(cancel=_ALWAYS) as s:
                     s.worker_remove([worker.owner])
                     if last and self._leader_until:
                         s.leader_release(LEADER_ROLE, self.owner)

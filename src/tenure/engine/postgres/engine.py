@@ -591,15 +591,17 @@ class PostgresEngine(Engine):
         if cancel is None:
             conn = pool.getconn()
         else:
+            # Like SQLite's gate: a free connection is taken even when ``cancel`` is set; the
+            # cancellation only withdraws a call that would have to WAIT.
             deadline = time.monotonic() + self.pool_timeout
             while True:
-                if cancel.is_set():
-                    raise OperationWithdrawn("withdrawn while waiting for a database connection; "
-                                             "nothing ran")
                 try:
                     conn = pool.getconn(timeout=max(min(CANCEL_POLL, deadline - time.monotonic()), 0.001))
                     break
                 except PoolTimeout:
+                    if cancel.is_set():
+                        raise OperationWithdrawn("withdrawn while waiting for a database connection; "
+                                                 "nothing ran") from None
                     if time.monotonic() >= deadline:
                         raise PoolTimeout(f"couldn't get a connection after {self.pool_timeout:.2f} sec") \
                             from None

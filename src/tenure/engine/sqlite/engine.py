@@ -278,13 +278,17 @@ class SQLiteWatcher(Watcher):
     connection (another process, or this process's shared one) commits. Cheap: no table read."""
 
     def __init__(self, path: str, uri: bool, interval: float) -> None:
+        self._lock = threading.Lock()  # close() never races a PRAGMA on another thread (segfault)
         self._conn = sqlite3.connect(path, uri=uri, check_same_thread=False, isolation_level=None)
         self._interval = interval
-        self._last = self._version()
         self._closed = threading.Event()
+        self._last = self._version()
 
     def _version(self) -> int:
-        return self._conn.execute("PRAGMA data_version").fetchone()[0]
+        with self._lock:
+            if self._closed.is_set():
+                raise sqlite3.ProgrammingError("watcher closed")
+            return self._conn.execute("PRAGMA data_version").fetchone()[0]
 
     def wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -305,10 +309,11 @@ class SQLiteWatcher(Watcher):
 
     def close(self) -> None:
         self._closed.set()
-        try:
-            self._conn.close()
-        except sqlite3.Error:
-            pass
+        with self._lock:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
 
 
 class SQLiteEngine(Engine):

@@ -70,9 +70,22 @@ def run_span(job: Any, attempt: int):
 def _span(trace: Any, propagate: Any, SpanKind: Any, job: Any, attempt: int):
     parent = propagate.extract(job.headers or {})
     tracer = trace.get_tracer("tenure")
+    # Tracing must never change a handler's outcome: the SDK's own exception recording calls
+    # str(exc), which a hostile exception can make raise, so it is done here, guarded.
     with tracer.start_as_current_span(f"tenure.run {job.kind}", context=parent, kind=SpanKind.CONSUMER,
+                                      record_exception=False, set_status_on_exception=False,
                                       attributes={"messaging.system": "tenure",
                                                   "messaging.destination.name": job.queue,
                                                   "tenure.kind": job.kind, "tenure.job_id": job.id,
                                                   "tenure.attempt": attempt}) as span:
-        yield span
+        try:
+            yield span
+        except BaseException as exc:
+            try:
+                from opentelemetry.trace import Status, StatusCode
+
+                span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+                span.record_exception(exc)
+            except Exception:  # noqa: BLE001, S110 - a span is never worth a job's outcome
+                pass
+            raise

@@ -27,7 +27,7 @@ WORKER = textwrap.dedent('''
     fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     def work(payload, ctx):
         os.write(fd, (json.dumps([ctx.job.id, ctx.attempt]) + "\\n").encode())
-        time.sleep(random.random() * 0.02)
+        time.sleep(random.random() * 0.004)
         return {"attempt": ctx.attempt, "n": payload["n"]}
     w = store.jobs.create_worker({"chaos": work}, concurrency=4, lease_ms=400, poll_interval=0.05,
                                  maintenance=False)
@@ -40,7 +40,7 @@ WORKER = textwrap.dedent('''
 
 @pytest.mark.timeout(180)
 def test_random_sigkills_never_lose_or_double_settle(engine_url, tmp_path):
-    n_jobs = 300
+    n_jobs = 2000  # issue 4: 4 worker processes x 2 000 jobs with random kill -9
     store = tenure.connect(engine_url)
     ids = store.jobs.enqueue_many([{"kind": "chaos", "payload": {"n": i}} for i in range(n_jobs)])
     ledger = tmp_path / "ledger.jsonl"
@@ -53,7 +53,7 @@ def test_random_sigkills_never_lose_or_double_settle(engine_url, tmp_path):
         return subprocess.Popen([sys.executable, str(script), engine_url, str(ledger)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    procs = [spawn(), spawn()]
+    procs = [spawn() for _ in range(4)]
     kills = 0
     deadline = time.monotonic() + 120
     try:

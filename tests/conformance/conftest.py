@@ -69,11 +69,12 @@ def pg_url():
     try:
         yield urlunsplit(parts._replace(path=f"/{name}"))
     finally:
-        try:
-            admin.execute(f'drop database if exists "{name}" with (force)')
-        except psycopg.Error:
-            admin.execute(f'drop database if exists "{name}"')
-        admin.close()
+        admin.close()  # a session-long connection may have died (a test restarts the server)
+        with psycopg.connect(PG_URL, autocommit=True, connect_timeout=10) as admin:
+            try:
+                admin.execute(f'drop database if exists "{name}" with (force)')
+            except psycopg.Error:
+                admin.execute(f'drop database if exists "{name}"')
 
 
 def _pg_prepare(url: str) -> None:

@@ -98,12 +98,18 @@ def main(argv: list[str] | None = None) -> int:
         target = make_target(engine, pg_url=args.pg_url, workdir=args.workdir)
         try:
             results = run_all(target, cfg, scenarios, log=log)
-            versions = target.versions()
+            try:
+                versions = target.versions()
+            except Exception as exc:  # noqa: BLE001 - the numbers are still worth keeping
+                versions = {"error": f"{type(exc).__name__}: {exc}"}
         finally:
             target.close()
         rat = report.ratios(engine, results)
         out["engines"][engine] = {"versions": versions, "scenarios": results, "ratios": rat,
                                   "targets": report.targets(engine, results, rat)}
+        if args.json:  # after each engine, so a later failure never loses a finished engine's run
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=2, default=str)
     out["machine"]["loadavg_at_end"] = machine.loadavg()
     out["wall_seconds"] = round(time.perf_counter() - t0, 1)
     out["verified"] = all(r.get("verified", {}).get("ok", False)

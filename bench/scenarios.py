@@ -429,6 +429,8 @@ def claim_depth(target: Target, cfg: Config) -> dict[str, Any]:
         "verified": {"ok": all(r["verified"]["ok"] for r in out)}}
     if "analyzed" in first:
         res["analyzed_claim_ratio"] = round(last["analyzed"]["claim_us"] / first["analyzed"]["claim_us"], 3)
+        every = [r["claim_us"] for r in out] + [r["analyzed"]["claim_us"] for r in out]
+        res["worst_best_claim_ratio"] = round(max(every) / min(every), 3)
     return res
 
 
@@ -440,7 +442,7 @@ def _floor_raw(target: Target, url: str, batch: int, budget: float) -> tuple[int
     st = target.floor_statements([KIND])
     with target.connect(url) as raw:
         execute = raw.execute
-        claim_sql, complete_sql = st.claim_sql, st.complete_sql
+        claim_sql, complete_sql = st.claim_sql(batch), st.complete_sql
         claim_params, complete_params, now = st.claim_params, st.complete_params, st.now
         done = 0
         c0 = time.process_time()

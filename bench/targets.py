@@ -5,6 +5,7 @@ copied) for the bare-SQL floor, and the exactly-once verification read straight 
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import os
 import shutil
@@ -137,7 +138,7 @@ class Target:
 class FloorStatements:
     """The engine's claim and fenced-completion statements and how to bind them."""
 
-    claim_sql: str
+    claim_sql: Any  # (limit) -> the claim statement for that batch size
     complete_sql: str
     claim_params: Any  # (owner, lease_ms, now, limit) -> params
     complete_params: Any  # (rows, now) -> params; rows are claim rows
@@ -186,7 +187,8 @@ class SQLiteTarget(Target):
         from tenure.engine.sqlite.engine import _claim_params, _claim_sql
 
         # What the engine runs for a worker over every queue when only 'default' exists.
-        claim_sql = _claim_sql(1, True, False)
+        def claim_sql(limit: int) -> str:
+            return _claim_sql(1, True, False)
 
         def claim_params(owner: str, lease_ms: int, now: int, limit: int) -> dict[str, Any]:
             return _claim_params(kinds, ["default"], owner, lease_ms, now, limit)
@@ -206,14 +208,22 @@ class SQLiteTarget(Target):
                 sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(
                     conn.execute("PRAGMA synchronous").fetchone()[0])
                 probe = commit_probe(conn)
+            from tenure.engine.sqlite.engine import SQLiteEngine
+
+            durable = SQLiteEngine(url, durable=True)._connect()  # synchronous=FULL: fsync per commit
+            try:
+                full = commit_probe(durable)
+            finally:
+                durable.close()
         finally:
             self.discard(url)
-        return {"sqlite": sqlite3.sqlite_version, "journal_mode": mode, "synchronous": sync, **probe}
+        return {"sqlite": sqlite3.sqlite_version, "journal_mode": mode, "synchronous": sync, **probe,
+                "durable_commit_p50_ms": full["commit_p50_ms"], "durable_commit_p90_ms": full["commit_p90_ms"]}
 
     def claim_plan(self, url: str, kinds: list[str]) -> list[str]:
         st = self.floor_statements(kinds)
         with self.connect(url) as conn:
-            rows = conn.execute("EXPLAIN QUERY PLAN " + st.claim_sql,
+            rows = conn.execute("EXPLAIN QUERY PLAN " + st.claim_sql(1),
                                 st.claim_params("plan", 30_000, st.now(), 1)).fetchall()
         depth: dict[int, int] = {0: -1}
         lines = []
@@ -287,7 +297,11 @@ class PostgresTarget(Target):
         from tenure.engine.postgres import queries as Q
         from tenure.engine.postgres.engine import _claim_params, _claim_sql
 
-        claim_sql = _claim_sql(kinds, None)
+        takes_limit = "limit" in inspect.signature(_claim_sql).parameters
+
+        def claim_sql(limit: int) -> str:
+            # The engine writes the LIMIT into the statement (one prepared plan per batch size).
+            return _claim_sql(kinds, None, limit=limit) if takes_limit else _claim_sql(kinds, None)
 
         def claim_params(owner: str, lease_ms: int, now: Any, limit: int) -> dict[str, Any]:
             return _claim_params(kinds, None, owner, lease_ms, now, limit)
@@ -320,7 +334,7 @@ class PostgresTarget(Target):
         with self.connect(url) as conn:
             cur = psycopg.ClientCursor(conn)
             with conn.transaction(force_rollback=True):
-                cur.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + st.claim_sql,
+                cur.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + st.claim_sql(1),
                             st.claim_params("plan", 30_000, st.now(), 1))
                 return [r[0] for r in cur.fetchall()]
 

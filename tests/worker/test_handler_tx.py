@@ -138,6 +138,8 @@ def test_many_jobs_through_the_handler_transaction_count_exactly(any_store, make
     w = make_worker(any_store, {"k": handler, "follow": lambda p, ctx: p}, concurrency=4)
     w.start()
     wait_for(lambda: any_store.jobs.counts()["done"] == 66, what="60 jobs and 6 follow-ups done")
+    # the worker counts a completion just after its commit: wait for the counters too
+    wait_for(lambda: w.stats()["completions"] == 66, what="every completion counted")
     assert counter_value(any_store, TABLE) == 60
     assert w.stats()["completions"] == 66 and w.stats()["lost_settlements"] == 0
 

@@ -81,34 +81,88 @@ class TimeoutReason:
 SHUTDOWN = ShutdownReason()
 
 
+#: Guards the lazy creation of the one-shot events below (rare: only a waiter creates one).
+_LAZY = threading.Lock()
+
+
+class _Flag:
+    """A one-shot event whose ``threading.Event`` is made only if somebody waits for it.
+
+    Almost no attempt is ever waited for or cancelled, and building an Event (a Condition, a
+    lock, a deque) per attempt was ~8% of a worker's GIL time (docs/performance.md, proposal 2).
+    ``is_set()`` reads a bool; ``set()`` and the first ``wait()`` meet under :data:`_LAZY`, so a
+    waiter can never miss a ``set()``."""
+
+    __slots__ = ("_set", "_event")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._event: threading.Event | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> bool:
+        """Set it; False if it was already set."""
+        with _LAZY:
+            if self._set:
+                return False
+            self._set = True
+            event = self._event
+        if event is not None:
+            event.set()
+        return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._set:
+            return True
+        with _LAZY:
+            event = self._event
+            if event is None:
+                event = self._event = threading.Event()
+                if self._set:
+                    event.set()
+        return event.wait(timeout)
+
+
 class CancelEvent:
     """The attempt's cancellation: ``is_set()``, ``wait(timeout)``, and ``reason`` — a fence
     refusal (``.code`` TN2065/2066/2067), :data:`SHUTDOWN`, or a :class:`TimeoutReason`."""
 
-    __slots__ = ("_event", "reason", "_callbacks")
+    __slots__ = ("_flag", "reason", "_callbacks")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._flag = _Flag()
         self.reason: Any = None
-        self._callbacks: list[Callable[[], None]] = []
+        self._callbacks: list[Callable[[], None]] | None = None
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._flag._set
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self._event.wait(timeout)
+        return self._flag.wait(timeout)
 
     async def wait_async(self, poll: float = 0.05) -> None:
         """Await the cancellation from an async handler."""
-        while not self._event.is_set():
+        while not self._flag._set:
             await asyncio.sleep(poll)
 
+    def _on_set(self, cb: Callable[[], None]) -> None:
+        if self._callbacks is None:
+            self._callbacks = []
+        self._callbacks.append(cb)
+
     def _set(self, reason: Any) -> bool:
-        if self._event.is_set():
-            return False
-        self.reason = reason
-        self._event.set()
-        for cb in self._callbacks:
+        flag = self._flag
+        with _LAZY:  # the first reason wins, and a waiter never misses it
+            if flag._set:
+                return False
+            self.reason = reason
+            flag._set = True
+            event = flag._event
+        if event is not None:
+            event.set()
+        for cb in self._callbacks or ():
             try:
                 cb()
             except Exception:  # noqa: BLE001
@@ -116,7 +170,7 @@ class CancelEvent:
         return True
 
     def __bool__(self) -> bool:
-        return self._event.is_set()
+        return self._flag._set
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +187,7 @@ class Attempt:
 
     __slots__ = ("worker", "job", "lease", "token", "handler", "cancelled", "started", "last_renew",
                  "deadline", "lost", "operator_cancelled", "timed_out", "finished", "detached",
-                 "task", "loop", "settled", "settling", "ctx", "settle_lock", "renew_failing", "timeout_ms",
+                 "task", "loop", "settled", "settling", "settle_lock", "renew_failing", "timeout_ms",
                  "__weakref__")
 
     def __init__(self, worker: Worker, claim: Claim, handler: Callable[..., Any], timeout_ms: int | None):
@@ -151,7 +205,7 @@ class Attempt:
         self.lost: TenureError | None = None
         self.operator_cancelled = False
         self.timed_out = False
-        self.finished = threading.Event()
+        self.finished = _Flag()
         self.detached = False
         self.task: asyncio.Future | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -163,7 +217,13 @@ class Attempt:
         self.settling = False
         self.settle_lock = threading.Lock()
         self.renew_failing = False
-        self.ctx = JobContext(self)
+
+    @property
+    def ctx(self) -> JobContext:
+        """A fresh context for this attempt. Not stored on the attempt: an attempt <-> context
+        reference cycle made every finished attempt cyclic garbage, and the collector was a quarter
+        of a worker's GIL time (docs/performance.md, proposal 1)."""
+        return JobContext(self)
 
     def cancel(self, reason: Any) -> None:
         if self.cancelled._set(reason):
@@ -245,6 +305,18 @@ WATCH_SLICE = 0.05
 #: Backoff bounds when a settlement fails for a storage reason (retried while the lease lasts).
 SETTLE_RETRY_MIN = 0.02
 SETTLE_RETRY_MAX = 1.0
+
+
+def _claim_size(free: int) -> int:
+    """How many to claim for ``free`` slots: the largest of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... not
+    above it. Each claim size is its own statement text on PostgreSQL (its LIMIT is written into
+    the text so that its prepared plan is reused); claiming any number from 1 to 100 would keep
+    ~100 statements un-prepared and re-planned. The rest of the free slots are claimed at once by
+    the next claim (the dispatcher claims again without waiting after a full batch)."""
+    if free <= 4:
+        return free
+    size = 1 << (free.bit_length() - 1)
+    return size + size // 2 if free >= size + size // 2 else size
 
 
 class Worker:
@@ -539,7 +611,7 @@ class Worker:
                 wake.wait(self.poll_interval or None)
                 wake.clear()
                 continue
-            want = min(free, self.claim_batch)
+            want = _claim_size(min(free, self.claim_batch))
             try:
                 claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want,
                                          lease_ms=self.lease_ms, queues=self.queues, cancel=stop)
@@ -555,30 +627,39 @@ class Worker:
                     return
                 continue
             if claims:
-                self._count("claims", len(claims))
-                for claim in claims:
-                    self._start_attempt(claim)
+                self._start_attempts(claims)
                 if len(claims) == want:
                     continue  # there may be more: claim again without waiting
             woke = wake.wait(self.poll_interval) if self.poll_interval > 0 else wake.wait()
             wake.clear()
             self._count("wakes" if woke else "polls")
 
-    def _start_attempt(self, claim: Claim) -> None:
-        handler = self.handlers[claim.job.kind]
-        timeout_ms = claim.job.timeout_ms or self.default_timeout_ms
-        attempt = Attempt(self, claim, handler, timeout_ms)
+    def _start_attempts(self, claims: list[Claim]) -> None:
+        """Register a claimed batch (one lock round for all of it) and hand each attempt to a
+        slot or to the event loop."""
+        handlers, asyncs, default_timeout = self.handlers, self._async, self.default_timeout_ms
+        attempts = []
+        for claim in claims:
+            job = claim.job
+            attempts.append(Attempt(self, claim, handlers[job.kind], job.timeout_ms or default_timeout))
         with self._lock:
-            self._attempts[attempt.token] = attempt
-        self.store._attempts[attempt.token] = attempt
-        if self._stop.is_set():
-            attempt.cancel(SHUTDOWN)
-        if self._async[claim.job.kind]:
-            loop = self._loop
-            attempt.loop = loop
-            asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
-        else:
-            self._slots.put(attempt)
+            self._stats["claims"] += len(claims)
+            mine = self._attempts
+            for attempt in attempts:
+                mine[attempt.token] = attempt
+        registry = self.store._attempts
+        stopping = self._stop.is_set()
+        put = self._slots.put
+        for attempt in attempts:
+            registry[attempt.token] = attempt
+            if stopping:
+                attempt.cancel(SHUTDOWN)
+            if asyncs[attempt.job.kind]:
+                loop = self._loop
+                attempt.loop = loop
+                asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
+            else:
+                put(attempt)
 
     # -- running handlers ------------------------------------------------------------------------
     def _slot(self, slots: _queue.SimpleQueue) -> None:
@@ -638,6 +719,22 @@ class Worker:
         except BaseException:  # noqa: BLE001 - last resort: the lease expires, the job is reclaimed
             log.exception("finishing job %s failed", attempt.job.id)
 
+    def _completed_all(self, attempts: list[Attempt]) -> None:
+        """A batch whose completions all landed, with no observer to tell: count it and free its
+        slots in one lock round and one wake-up."""
+        for a in attempts:
+            a.settled = True
+        registry = self.store._attempts
+        with self._lock:
+            self._stats["completions"] += len(attempts)
+            mine = self._attempts
+            for a in attempts:
+                mine.pop(a.token, None)
+        for a in attempts:
+            registry.pop(a.token, None)
+            a.finished.set()
+        self._wake.set()
+
     def _release(self, attempt: Attempt) -> None:
         with self._lock:
             self._attempts.pop(attempt.token, None)
@@ -690,8 +787,11 @@ class Worker:
                 self._count("settle_errors", len(completes))
                 log.error("completing %d job(s) failed: %s", len(completes), exc)
                 errors = [exc] * len(completes)
-            for (attempt, _), err in zip(completes, errors, strict=True):
-                self._after_settle(attempt, "completed", err)
+            if self.on_outcome is None and not any(errors):
+                self._completed_all([a for a, _ in completes])
+            else:
+                for (attempt, _), err in zip(completes, errors, strict=True):
+                    self._after_settle(attempt, "completed", err)
         if fails:
             items = [(a.lease, err) for a, err in fails]
             try:

@@ -8,6 +8,7 @@ what makes a root call wait for an open application transaction (JOBS-FORMAT §3
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -247,11 +248,17 @@ def _claim_sql(n_queues: int, by_kind: bool, group_filter: bool) -> str:
     return sql
 
 
+@functools.lru_cache(maxsize=256)
+def _json_list(names: tuple[str, ...]) -> str:
+    """The JSON array of a claim's kinds or queues: the same few lists on every claim of a worker."""
+    return json.dumps(list(names))
+
+
 def _claim_params(kinds, queues: list[str], owner, lease_ms, now, limit) -> dict[str, Any]:
     params: dict[str, Any] = {"owner": owner, "lease_ms": lease_ms, "now": now, "limit": limit,
-                              "queues": json.dumps(queues)}
+                              "queues": _json_list(tuple(queues))}
     if kinds is not None:
-        params["kinds"] = json.dumps(list(kinds))
+        params["kinds"] = _json_list(tuple(kinds))
     for i, name in enumerate(queues):
         params[f"q{i}"] = name
     return params

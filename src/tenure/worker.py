@@ -649,7 +649,7 @@ class Worker:
                 mine[attempt.token] = attempt
         registry = self.store._attempts
         stopping = self._stop.is_set()
-        put = self._slots.put
+        sync = []
         for attempt in attempts:
             registry[attempt.token] = attempt
             if stopping:
@@ -659,7 +659,10 @@ class Worker:
                 attempt.loop = loop
                 asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
             else:
-                put(attempt)
+                sync.append(attempt)
+        put = self._slots.put
+        for attempt in sync:
+            put(attempt)
 
     # -- running handlers ------------------------------------------------------------------------
     def _slot(self, slots: _queue.SimpleQueue) -> None:

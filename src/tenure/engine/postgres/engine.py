@@ -516,7 +516,7 @@ class PostgresEngine(Engine):
             pool = ConnectionPool(
                 self.conninfo, min_size=self.pool_min, max_size=self.pool_max, open=False,
                 kwargs={"autocommit": True, "prepare_threshold": self.prepare_threshold},
-                check=_check_idle, reset=_mark_returned, timeout=self.pool_timeout,
+                check=_check_idle, timeout=self.pool_timeout,
                 name="tenure", num_workers=2)
             pool.open(wait=self.pool_min > 0, timeout=max(self.connect_timeout, 2))
         except TenureError:
@@ -609,6 +609,10 @@ class PostgresEngine(Engine):
             with conn:  # a pooled connection is not closed by this, only committed/rolled back
                 yield conn
         finally:
+            # Stamped here, not by a pool ``reset`` callback: with one, psycopg_pool hands every
+            # returned connection to its worker thread (a thread hop per claim and per settlement,
+            # ~12 us of GIL time per job in a drain, and a claim could wait for that hop).
+            conn._tenure_returned = time.monotonic()  # type: ignore[attr-defined]
             pool.putconn(conn)
 
     @contextmanager
@@ -689,5 +693,3 @@ def _check_idle(conn: psycopg.Connection) -> None:
         ConnectionPool.check_connection(conn)
 
 
-def _mark_returned(conn: psycopg.Connection) -> None:
-    conn._tenure_returned = time.monotonic()  # type: ignore[attr-defined]

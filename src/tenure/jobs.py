@@ -319,6 +319,26 @@ class Jobs(_JobsBase):
         with store._session(cancel) as s:
             return self._complete_in(s, batch, items, now)
 
+    def complete_and_claim(self, items: Sequence[tuple[Lease, Any]], kinds: Sequence[str] | None, *,
+                           owner: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None,
+                           cancel: threading.Event | None = None
+                           ) -> tuple[list[TenureError | None], list[Claim]]:
+        """The worker's settle-and-refill: fenced completions of ``items`` (results already JSON
+        text) and a claim of up to ``limit`` more jobs, in ONE transaction, so a busy worker pays
+        one commit and one trip to the store per cycle instead of two. Each completion is fenced
+        exactly as in :meth:`complete_many` and answered the same way; the claim is
+        :meth:`claim_many`'s (same statement, same order, same limits). Nothing lands if the
+        transaction fails. ``kinds``/``queues`` are trusted (the worker validated them)."""
+        store = self._store
+        batch = [Settle(lease.job_id, lease.token, result=result, generation=lease.generation)
+                 for lease, result in items]
+        now = store._now()
+        with store._transaction_session(cancel) as s:
+            errors = self._complete_in(s, batch, items, now)
+            rows = s.job_claim(kinds=kinds, queues=queues, owner=owner, lease_ms=lease_ms,
+                               now=store._now(), limit=limit) if limit > 0 else []
+        return errors, [row_to_claim(r) for r in rows]
+
     def _complete_in(self, s: Session, batch, items, now) -> list[TenureError | None]:
         done = s.job_complete(batch, now)
         # Two leases of ONE job in a batch (a worker that reclaimed its own stalled attempt): the

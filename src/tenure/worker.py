@@ -393,6 +393,10 @@ class Worker:
         self._async = {k: _is_async(fn) for k, fn in self.handlers.items()}
         self._lock = threading.Lock()
         self._stop_lock = threading.Lock()
+        # Held by the settler while it settles a batch and registers the jobs it claimed in the
+        # same transaction; stop() takes it once before it looks at what is in flight, so a job
+        # claimed that way is either seen (and stopped) or never claimed.
+        self._refill_lock = threading.RLock()
         self._attempts: dict[str, Attempt] = {}
         self._stats = dict.fromkeys(
             ("claims", "completions", "failures", "lost_settlements", "cancellations", "renewals",
@@ -427,6 +431,8 @@ class Worker:
         self._stop = threading.Event()  # stop claiming; cancel handlers
         self._halt = threading.Event()  # after the grace: keeper exits, gate waits are withdrawn
         self._wake = threading.Event()
+        self._reserved = 0  # slots promised to a claim in progress (see _reserve)
+        self._backlog = False  # the last claim came back full: more jobs are likely waiting
         self._slots: _queue.SimpleQueue = _queue.SimpleQueue()
         self._done: _queue.SimpleQueue = _queue.SimpleQueue()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -484,6 +490,8 @@ class Worker:
         dispatcher, completer, keeper = self._threads[:3]
         if dispatcher is not me:
             dispatcher.join()  # a claim waiting on the gate (or the pool) is withdrawn by _stop
+        with self._refill_lock:  # a settle-and-claim in progress registers its claims first
+            pass
         with self._lock:
             attempts = list(self._attempts.values())
         for a in attempts:
@@ -601,23 +609,20 @@ class Worker:
     def _dispatch(self, gen: int) -> None:
         jobs = self.store._jobs
         stop, wake = self._stop, self._wake
-        max_jobs = self.max_jobs
         while not stop.is_set() and gen == self._generation:
-            with self._lock:
-                free = self.concurrency - len(self._attempts)
-                if max_jobs is not None:
-                    free = min(free, max_jobs - self._stats["claims"])
-            if free <= 0:
+            want = self._reserve(0)
+            if want <= 0:
                 wake.wait(self.poll_interval or None)
                 wake.clear()
                 continue
-            want = _claim_size(min(free, self.claim_batch))
             try:
                 claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want,
                                          lease_ms=self.lease_ms, queues=self.queues, cancel=stop)
             except OperationWithdrawn:
+                self._start_attempts([], want)
                 return
             except Exception as exc:  # noqa: BLE001 - counted and logged, never swallowed silently
+                self._start_attempts([], want)
                 self._count("claim_errors")
                 if isinstance(exc, StoreClosed) or not isinstance(exc, TenureError):
                     log.error("claim failed: %s", exc)
@@ -626,23 +631,41 @@ class Worker:
                 if stop.wait(max(self.poll_interval, 0.05)):
                     return
                 continue
-            if claims:
-                self._start_attempts(claims)
-                if len(claims) == want:
-                    continue  # there may be more: claim again without waiting
+            self._start_attempts(claims, want)
+            if claims and len(claims) == want:
+                continue  # there may be more: claim again without waiting
             woke = wake.wait(self.poll_interval) if self.poll_interval > 0 else wake.wait()
             wake.clear()
             self._count("wakes" if woke else "polls")
 
-    def _start_attempts(self, claims: list[Claim]) -> None:
-        """Register a claimed batch (one lock round for all of it) and hand each attempt to a
-        slot or to the event loop."""
+    def _reserve(self, settling: int) -> int:
+        """How many jobs to claim now, reserved against the free slots (under the worker's lock,
+        so the dispatcher and the settler's refill never claim the same slot twice): the free
+        slots, plus ``settling`` slots whose attempts the caller is about to settle, bucketed by
+        :func:`_claim_size`. The caller hands the reservation back to :meth:`_start_attempts`."""
+        with self._lock:
+            free = self.concurrency - len(self._attempts) - self._reserved + settling
+            if self.max_jobs is not None:
+                free = min(free, self.max_jobs - self._stats["claims"] - self._reserved)
+            if free <= 0:
+                return 0
+            want = _claim_size(min(free, self.claim_batch))
+            self._reserved += want
+            return want
+
+    def _start_attempts(self, claims: list[Claim], reserved: int) -> None:
+        """Register a claimed batch (one lock round for all of it, which also returns the claim's
+        ``reserved`` slots) and hand each attempt to a slot or to the event loop."""
         handlers, asyncs, default_timeout = self.handlers, self._async, self.default_timeout_ms
         attempts = []
         for claim in claims:
             job = claim.job
             attempts.append(Attempt(self, claim, handlers[job.kind], job.timeout_ms or default_timeout))
         with self._lock:
+            self._reserved -= reserved
+            self._backlog = bool(claims) and len(claims) == reserved
+            if not claims:
+                return
             self._stats["claims"] += len(claims)
             mine = self._attempts
             for attempt in attempts:
@@ -783,18 +806,20 @@ class Worker:
                 fails.append((attempt, value))
         if completes:
             items = [(a.lease, val) for a, val in completes]
-            try:
-                errors = self._retrying(lambda: jobs.complete_many(items, encoded=True, cancel=self._halt),
-                                        [a for a, _ in completes])
-            except Exception as exc:  # noqa: BLE001 - storage trouble: the lease will expire
-                self._count("settle_errors", len(completes))
-                log.error("completing %d job(s) failed: %s", len(completes), exc)
-                errors = [exc] * len(completes)
-            if self.on_outcome is None and not any(errors):
-                self._completed_all([a for a, _ in completes])
-            else:
-                for (attempt, _), err in zip(completes, errors, strict=True):
-                    self._after_settle(attempt, "completed", err)
+            with self._refill_lock:
+                errors, claims, want = self._complete_and_refill(jobs, items)
+                if errors is not None:
+                    self._completed(completes, errors)
+                    self._start_attempts(claims, want)  # after the release: in flight stays <= N
+            if errors is None:  # settled alone (no lock held: this may retry while leases last)
+                try:
+                    errors = self._retrying(lambda: jobs.complete_many(items, encoded=True, cancel=self._halt),
+                                            [a for a, _ in completes])
+                except Exception as exc:  # noqa: BLE001 - storage trouble: the lease will expire
+                    self._count("settle_errors", len(completes))
+                    log.error("completing %d job(s) failed: %s", len(completes), exc)
+                    errors = [exc] * len(completes)
+                self._completed(completes, errors)
         if fails:
             items = [(a.lease, err) for a, err in fails]
             try:
@@ -810,6 +835,37 @@ class Worker:
                 self._after_settle(attempt, "failed", res if isinstance(res, BaseException) else None,
                                    reason=v.error_message(error), code=code if isinstance(code, str) else None)
         self._check_exhausted()
+
+    def _completed(self, completes: list[tuple[Attempt, Any]], errors: list) -> None:
+        if self.on_outcome is None and not any(errors):
+            self._completed_all([a for a, _ in completes])
+        else:
+            for (attempt, _), err in zip(completes, errors, strict=True):
+                self._after_settle(attempt, "completed", err)
+
+    def _complete_and_refill(self, jobs, items) -> tuple[list | None, list[Claim], int]:
+        """Settle a batch of completions and claim the slots it frees in ONE transaction, while
+        the queue has a backlog (the last claim came back full) and the worker is not stopping:
+        one commit and one trip to the store per cycle instead of two, and no wait for the
+        dispatcher to wake. Answers ``(errors, claims, reserved)``; ``errors`` is None when
+        nothing was settled here (no backlog, or the combined call failed and rolled back), and
+        the caller then settles the batch alone, retrying as usual."""
+        if not self._backlog or self._stop.is_set():
+            return None, [], 0
+        want = self._reserve(len(items))
+        if not want:
+            return None, [], 0
+        try:
+            errors, claims = jobs.complete_and_claim(items, self.kinds, owner=self.owner, limit=want,
+                                                     lease_ms=self.lease_ms, queues=self.queues,
+                                                     cancel=self._stop)
+        except Exception as exc:  # noqa: BLE001 - rolled back: settle alone, claim later
+            self._start_attempts([], want)
+            if not isinstance(exc, OperationWithdrawn):
+                self._count("claim_errors")
+                log.warning("settle-and-claim failed, settling alone: %s", exc)
+            return None, [], 0
+        return errors, claims, want
 
     def _retrying(self, call: Callable[[], Any], attempts: list[Attempt]) -> Any:
         """Run a settling call; a storage failure (busy, unreachable) is retried with backoff while

@@ -187,23 +187,28 @@ TABLE = "tn_w_chaos_counter"
 
 
 @pytest.mark.parametrize("mode", ["tx", "plain"])
-def test_handler_transaction_under_kill_9_chaos(app, workers, tmp_path, mode, request):
+def test_handler_transaction_under_kill_9_chaos(app, workers, tmp_path, mode):
     """Issue 12 under chaos: worker processes are SIGKILLed right after a handler incremented a
     counter (inside ``ctx.transaction()`` for "tx", before it committed; outside it for "plain").
     With the handler transaction the counter ends exactly at the number of jobs; the plain handler
     counts the killed attempts twice."""
-    if mode == "tx" and "postgres" in request.node.name:
-        # Known flake, under investigation: in full-suite runs (never alone, 10+ solo runs green)
-        # one job of this PostgreSQL variant has stayed leased past the 60 s wait after the
-        # SIGKILLs. Kept running, reported as xfail when it happens; see the issue 12 note.
-        request.applymarker(pytest.mark.xfail(strict=False, reason="PostgreSQL kill -9 + handler "
-                                              "transaction: a job can stay leased in full runs"))
     n_jobs, n_kills = 8, 2
+    n_workers, concurrency, hold = 2, 2, 0.3
+    # The lease must outlast a handler transaction that queues on the counter row. Each "tx" handler
+    # holds the row's lock for `hold` s, and renewals pause while its block runs (the fence is
+    # re-checked at COMMIT), so with every slot busy a block lasts up to slots x hold (it waits
+    # for the other slots - 1) and starts up to lease / 3 (the renewal period) after the last
+    # renewal: it commits in time only if slots x hold < 2/3 x lease. A 1 s lease (4 x 0.3 s =
+    # 1.2 s against 0.67-1 s) livelocked on PostgreSQL: every attempt expired just before COMMIT
+    # (LeaseExpired, ~1.21 s per block), was reclaimed and queued again, so jobs stayed leased.
+    # 3 s leaves at least 2 s for at most 1.2 s of queue.
+    lease_ms = 3000
+    assert n_workers * concurrency * hold < 0.75 * (2 / 3) * lease_ms / 1000
     counter_table(app.store, TABLE)
     ledger = tmp_path / "count.jsonl"
-    handles = [app.tasks["count"].enqueue(str(ledger), mode, TABLE, 0.3) for _ in range(n_jobs)]
-    args = ("--lease-ms", "1000", "--poll", "0.05", "--concurrency", "2")
-    for _ in range(2):
+    handles = [app.tasks["count"].enqueue(str(ledger), mode, TABLE, hold) for _ in range(n_jobs)]
+    args = ("--lease-ms", str(lease_ms), "--poll", "0.05", "--concurrency", str(concurrency))
+    for _ in range(n_workers):
         workers.spawn(*args)
     killed: set[int] = set()
     seen = 0

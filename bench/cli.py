@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--depth-claims", type=int, help="claims timed at each depth (default 2000)")
     p.add_argument("--latency-samples", type=int, help="enqueue->start samples per variant (default 200)")
     p.add_argument("--processes", type=int, help="worker processes of the PostgreSQL multi-process drain (2)")
-    p.add_argument("--process-concurrency", type=int, help="concurrency of each of those processes (32)")
+    p.add_argument("--process-concurrency", type=int, help="concurrency of each of those processes (64)")
     p.add_argument("--no-analyze", action="store_true",
                    help="PostgreSQL: do not ANALYZE a filled queue before the throughput runs")
     p.add_argument("--quick", action="store_true", help="small sizes: a smoke run in well under a minute")

@@ -137,9 +137,10 @@ def drain_process(url: str, concurrency: int, index: int, ready: Any, go: Any, s
     ready.put(index)
     go.wait()
     worker.start()
-    while not stop.is_set():
+    # Every 5 ms, not faster: this loop shares the GIL with the worker it measures, and a 0.5 ms
+    # poll cost the two-process PostgreSQL drain ~40% of its throughput (8.7k against 15k jobs/s).
+    while not stop.wait(0.005):
         progress[index] = worker.stats()["completions"]
-        time.sleep(0.0005)
     worker.stop()
     progress[index] = worker.stats()["completions"]
     results.put((index, rec.ids, proc_status_mb()))

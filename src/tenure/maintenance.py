@@ -511,7 +511,13 @@ class Maintainer:
                 with self._state:
                     self._stats["passes"] += 1
                 self._pass_cond.notify_all()
-            wait = min(due.values()) - time.monotonic()
+            # Only the duties this configuration runs: a disabled one is never rescheduled, and its
+            # stale due time would make the loop spin at full speed (schedules=False or
+            # sweeps=False did, taking a core from the workers it serves).
+            off = set() if cfg.schedules else {"schedules"}
+            if not cfg.sweeps:
+                off.add("elect")
+            wait = min(t for duty, t in due.items() if duty not in off) - time.monotonic()
             if wait > 0:
                 self._kick.wait(min(wait, 1.0))
 

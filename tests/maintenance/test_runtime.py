@@ -145,3 +145,19 @@ def test_a_database_outage_is_logged_counted_and_survived(tmp_path, clock, caplo
 def test_run_once_without_workers_is_safe(store, drain):
     assert store.maintenance.run_once(drain=drain)["heartbeats"] == 0
     assert not store.maintenance.running
+
+
+@pytest.mark.parametrize("off", [{"schedules": False}, {"sweeps": False}, {"schedules": False, "sweeps": False}])
+def test_a_disabled_duty_does_not_make_the_service_spin(store, off):
+    """A duty turned off is never rescheduled; the loop once took its stale due time as the next
+    wake-up and ran passes back to back (a full core taken from the workers). With nothing due
+    for a second, no second pass may come within 0.3 s of the first."""
+    m = store.maintenance
+    m.configure(**off)
+    w = store.jobs.create_worker({"k": noop}, poll_interval=0.05).start()
+    try:
+        assert m.wait_for_pass(after=0, timeout=10)
+        first = m.stats()["passes"]
+        assert not m.wait_for_pass(after=first, timeout=0.3), m.stats()["passes"] - first
+    finally:
+        w.stop()

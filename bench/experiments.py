@@ -8,9 +8,10 @@ verified in the store (every job done exactly once): a patch that broke a guaran
 failed verification, not as a speed-up.
 
     python -m bench.experiments list
-    python -m bench.experiments ab worker-break-ctx-cycle --engine sqlite --scenarios floor,drain
+    python -m bench.experiments ab sqlite-watch-0.5ms --engine sqlite --scenarios latency
 
-Patches are applied in this process only, plus child processes started by the bench (they read
+A patch is removed once its change ships (the first four, for proposals 1-4 of
+docs/performance.md, were retired with commit 50d7754; git history has them). Patches are applied in this process only, plus child processes started by the bench (they read
 ``TENURE_BENCH_PATCHES``). They are evidence for a proposal, not code to ship: the real change
 belongs in the file each one names.
 """
@@ -60,91 +61,6 @@ def _setattr(obj: Any, attr: str, value: Any) -> Iterator[None]:
         setattr(obj, attr, old)
 
 
-# -- worker -----------------------------------------------------------------------------------------
-
-
-@patch("worker-break-ctx-cycle", "src/tenure/worker.py: Attempt.__init__ / Worker._release",
-       "an Attempt and its JobContext point at each other (attempt.ctx <-> ctx._attempt), so every "
-       "finished attempt (~19 objects: Events, Conditions, locks, Job, Lease) is freed only by the "
-       "cyclic GC; drop attempt.ctx when the attempt is released (or build the ctx in the slot)")
-def _break_ctx_cycle() -> Iterator[None]:
-    from tenure import worker as W
-
-    orig = W.Worker._release
-
-    def _release(self: Any, attempt: Any) -> None:
-        orig(self, attempt)
-        attempt.ctx = None
-
-    with _setattr(W.Worker, "_release", _release):
-        yield
-
-
-@patch("worker-lazy-events", "src/tenure/worker.py: Attempt.__init__ / CancelEvent.__init__",
-       "each attempt builds two threading.Event (Attempt.finished and CancelEvent._event), i.e. two "
-       "Conditions with a lock each, although almost no attempt is ever cancelled or waited for; "
-       "create them on first use")
-def _lazy_events() -> Iterator[None]:
-    import threading
-
-    from tenure import worker as W
-
-    class LazyEvent:
-        """A threading.Event made on first wait/set (reads stay cheap while unset)."""
-
-        __slots__ = ("_ev", "_flag")
-        _make_lock = threading.Lock()
-
-        def __init__(self) -> None:
-            self._ev = None
-            self._flag = False
-
-        def _event(self) -> threading.Event:
-            if self._ev is None:
-                with LazyEvent._make_lock:
-                    if self._ev is None:
-                        ev = threading.Event()
-                        if self._flag:
-                            ev.set()
-                        self._ev = ev
-            return self._ev
-
-        def is_set(self) -> bool:
-            return self._flag
-
-        def set(self) -> None:
-            self._flag = True
-            if self._ev is not None:
-                self._ev.set()
-
-        def clear(self) -> None:
-            self._flag = False
-            if self._ev is not None:
-                self._ev.clear()
-
-        def wait(self, timeout: float | None = None) -> bool:
-            if self._flag:
-                return True
-            ev = self._event()
-            if self._flag:
-                ev.set()
-            return ev.wait(timeout)
-
-    class ThreadingProxy:
-        """worker.py's view of the threading module, with Event made lazy (nothing else changes)."""
-
-        Event = LazyEvent
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(threading, name)
-
-    with _setattr(W, "threading", ThreadingProxy()):
-        yield
-
-
-# -- SQLite engine ------------------------------------------------------------------------------------
-
-
 # -- SQLite engine ------------------------------------------------------------------------------------
 
 
@@ -168,34 +84,6 @@ def _null_test_first(where: str) -> str:
     return " AND ".join(first + [t for t in terms if t not in first])
 
 
-@patch("sqlite-index-null-test-first", "src/tenure/engine/sqlite/migrations/0004_queue_policies.sql, "
-       "0005_schedules_maintenance.sql (partial indexes on tenure_jobs)",
-       "every claim and every completion changes `state`, so SQLite re-evaluates the WHERE of every "
-       "partial index that mentions it, for the old and the new row; the policy and retention indexes "
-       "test `state` first and their rarely-true `... IS NOT NULL` term last. Writing the NULL test "
-       "first (same predicate) lets a standard job fail each WHERE at its first term")
-def _sqlite_null_test_first() -> Iterator[None]:
-    import re
-
-    from tenure.engine.sqlite import engine as E
-
-    orig = E.SQLiteEngine._migrate
-
-    def _migrate(self: Any, conn: Any) -> None:
-        orig(self, conn)
-        rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND "
-                            "tbl_name = 'tenure_jobs' AND sql LIKE '%WHERE%'").fetchall()
-        for name, sql in rows:
-            head, _, where = re.split(r"\b(WHERE)\b", sql, maxsplit=1)
-            new = _null_test_first(where.strip())
-            if new != where.strip():
-                conn.execute(f"DROP INDEX {name}")
-                conn.execute(f"{head} WHERE {new}")
-
-    with _setattr(E.SQLiteEngine, "_migrate", _migrate):
-        yield
-
-
 @patch("sqlite-watch-0.5ms", "src/tenure/engine/sqlite/engine.py: SQLiteEngine.__init__ (watch_interval)",
        "the cross-process watcher polls PRAGMA data_version every 2 ms, so a job enqueued by another "
        "process waits 1 ms on average before the worker even looks; poll every 0.5 ms (one cheap "
@@ -211,29 +99,6 @@ def _sqlite_watch_fast() -> Iterator[None]:
 
     with _setattr(E.SQLiteEngine, "__init__", __init__):
         yield
-
-
-# -- PostgreSQL engine --------------------------------------------------------------------------------
-
-
-@patch("pg-kind-filter-opaque", "src/tenure/engine/postgres/queries.py: KIND_FILTER",
-       "with no (or stale) statistics the planner prices 'j.kind = ANY(kinds)' at ~0.5% selectivity, "
-       "concludes few rows are eligible and picks a bitmap scan of every pending row plus a sort "
-       "(cost grows with depth); wrapping it in coalesce(..., false) (same result: kind is NOT "
-       "NULL) hides it from selectivity estimation, so the LIMIT-ed ordered index scan wins")
-def _pg_kind_opaque() -> Iterator[None]:
-    from tenure.engine.postgres import engine as E
-    from tenure.engine.postgres import queries as Q
-
-    new = "AND coalesce(j.kind = ANY(%(kinds)s::text[]), false)"
-    saved = dict(E._CLAIM_CACHE)
-    E._CLAIM_CACHE.clear()
-    try:
-        with _setattr(Q, "KIND_FILTER", new):
-            yield
-    finally:
-        E._CLAIM_CACHE.clear()
-        E._CLAIM_CACHE.update(saved)
 
 
 # -- applying ---------------------------------------------------------------------------------------

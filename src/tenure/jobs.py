@@ -274,8 +274,11 @@ class Jobs(_JobsBase):
         v.positive_int(lease_ms, "lease_ms")
         v.positive_int(limit, "limit", maximum=10_000)
         with self._store._session(cancel) as s:
-            rows = s.job_claim(kinds=kinds_l, queues=queues_l, owner=owner, lease_ms=lease_ms,
-                               now=self._store._now(), limit=limit)
+            return self._claim_in(s, kinds_l, queues_l, owner, lease_ms, limit)
+
+    def _claim_in(self, s: Session, kinds, queues, owner: str, lease_ms: int, limit: int) -> list[Claim]:
+        rows = s.job_claim(kinds=kinds, queues=queues, owner=owner, lease_ms=lease_ms,
+                           now=self._store._now(), limit=limit)
         return [row_to_claim(r) for r in rows]
 
     # -- settle --------------------------------------------------------------------------------
@@ -329,15 +332,10 @@ class Jobs(_JobsBase):
         exactly as in :meth:`complete_many` and answered the same way; the claim is
         :meth:`claim_many`'s (same statement, same order, same limits). Nothing lands if the
         transaction fails. ``kinds``/``queues`` are trusted (the worker validated them)."""
-        store = self._store
-        batch = [Settle(lease.job_id, lease.token, result=result, generation=lease.generation)
-                 for lease, result in items]
-        now = store._now()
-        with store._transaction_session(cancel) as s:
-            errors = self._complete_in(s, batch, items, now)
-            rows = s.job_claim(kinds=kinds, queues=queues, owner=owner, lease_ms=lease_ms,
-                               now=store._now(), limit=limit) if limit > 0 else []
-        return errors, [row_to_claim(r) for r in rows]
+        with self._store._transaction_session(cancel) as s:
+            errors = self.complete_many(items, encoded=True, session=s)
+            claims = self._claim_in(s, kinds, queues, owner, lease_ms, limit) if limit > 0 else []
+        return errors, claims
 
     def _complete_in(self, s: Session, batch, items, now) -> list[TenureError | None]:
         done = s.job_complete(batch, now)

@@ -750,22 +750,19 @@ class Worker:
         slots in one lock round and one wake-up."""
         for a in attempts:
             a.settled = True
-        registry = self.store._attempts
+        self._count("completions", len(attempts))
+        self._release(*attempts)
+
+    def _release(self, *attempts: Attempt) -> None:
+        """Free the attempts' slots (one lock round for all of them) and wake the dispatcher."""
         with self._lock:
-            self._stats["completions"] += len(attempts)
             mine = self._attempts
             for a in attempts:
                 mine.pop(a.token, None)
+        registry = self.store._attempts
         for a in attempts:
             registry.pop(a.token, None)
             a.finished.set()
-        self._wake.set()
-
-    def _release(self, attempt: Attempt) -> None:
-        with self._lock:
-            self._attempts.pop(attempt.token, None)
-        self.store._attempts.pop(attempt.token, None)
-        attempt.finished.set()
         self._wake.set()
 
     # -- settling --------------------------------------------------------------------------------

@@ -468,3 +468,43 @@ def test_9_6_a_job_failure_is_data_never_raised(any_store, make_worker):
     assert result.drained
     job = any_store.jobs.get(job_id)
     assert (job.attempts, job.last_error) == (3, "'always'")
+
+
+def test_settle_and_refill_keeps_concurrency_and_max_jobs(any_store, make_worker):
+    """Under a backlog the settler claims the slots a batch frees in the settlement's own
+    transaction (issue 9). Checklist 6.3 still holds exactly: no handler ever sees more than
+    ``concurrency`` attempts in flight; ``max_jobs`` caps the claims of both claimers together;
+    every job runs once."""
+    jobs = any_store.jobs
+    jobs.enqueue_many([{"kind": "k", "payload": {"i": i}} for i in range(300)])
+    calls = []
+    orig = jobs.complete_and_claim
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs["limit"])
+        return orig(*args, **kwargs)
+
+    jobs.complete_and_claim = spy  # counts the combined calls; the store underneath is real
+    seen, in_flight = [], []
+
+    def handler(payload, ctx):
+        seen.append(payload["i"])
+        in_flight.append(w.stats()["in_flight"])
+
+    w = make_worker(any_store, {"k": handler}, concurrency=4, poll_interval=0.01, max_jobs=200)
+    w.start()
+    assert w.wait(30)
+    assert calls, "the settler never claimed in its own transaction"
+    assert max(in_flight) <= 4
+    assert w.stats()["claims"] == 200 and len(seen) == len(set(seen)) == 200
+    assert jobs.counts()["done"] == 200 and jobs.counts()["pending"] == 100
+
+
+def test_claim_sizes_never_exceed_the_free_slots_and_come_from_a_small_set():
+    """Each claim size is its own statement on PostgreSQL (its LIMIT is in the text so its prepared
+    plan is reused): the worker claims from a fixed set of sizes, never more than it has free."""
+    from tenure.worker import _claim_size
+
+    sizes = {_claim_size(n) for n in range(1, 101)}
+    assert all(0 < _claim_size(n) <= n for n in range(1, 10_001))
+    assert sizes == {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96}

@@ -310,17 +310,12 @@ class Jobs(_JobsBase):
                       session: Session | None = None,
                       cancel: threading.Event | None = None) -> list[TenureError | None]:
         """Fenced completions in one transaction; answers, per item, None or the refusal."""
-        store = self._store
-        batch = []
-        for lease, result in items:
-            if not encoded:
-                result = None if result is None else v.dump_json(result, "result", store.max_payload_bytes)
-            batch.append(Settle(lease.job_id, lease.token, result=result, generation=lease.generation))
-        now = store._now()
+        batch = self._completions(items, encoded)
+        now = self._store._now()
         if session is not None:
-            return self._complete_in(session, batch, items, now)
-        with store._session(cancel) as s:
-            return self._complete_in(s, batch, items, now)
+            return self._answers(session, session.job_complete(batch, now), batch, items, now)
+        with self._store._session(cancel) as s:
+            return self._answers(s, s.job_complete(batch, now), batch, items, now)
 
     def complete_and_claim(self, items: Sequence[tuple[Lease, Any]], kinds: Sequence[str] | None, *,
                            owner: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None,
@@ -332,13 +327,26 @@ class Jobs(_JobsBase):
         exactly as in :meth:`complete_many` and answered the same way; the claim is
         :meth:`claim_many`'s (same statement, same order, same limits). Nothing lands if the
         transaction fails. ``kinds``/``queues`` are trusted (the worker validated them)."""
-        with self._store._transaction_session(cancel) as s:
-            errors = self.complete_many(items, encoded=True, session=s)
-            claims = self._claim_in(s, kinds, queues, owner, lease_ms, limit) if limit > 0 else []
-        return errors, claims
+        batch = self._completions(items, True)
+        store = self._store
+        with store._session(cancel) as s:
+            now = store._now()
+            done, rows = s.job_complete_and_claim(batch, now, kinds=kinds, queues=queues, owner=owner,
+                                                  lease_ms=lease_ms, limit=limit)
+            errors = self._answers(s, done, batch, items, now)
+        return errors, [row_to_claim(r) for r in rows]
 
-    def _complete_in(self, s: Session, batch, items, now) -> list[TenureError | None]:
-        done = s.job_complete(batch, now)
+    def _completions(self, items: Sequence[tuple[Lease, Any]], encoded: bool) -> list[Settle]:
+        limit = self._store.max_payload_bytes
+        batch = []
+        for lease, result in items:
+            if not encoded:
+                result = None if result is None else v.dump_json(result, "result", limit)
+            batch.append(Settle(lease.job_id, lease.token, result=result, generation=lease.generation))
+        return batch
+
+    def _answers(self, s: Session, done: set[str], batch, items, now) -> list[TenureError | None]:
+        """Per item: None when it settled, else its refusal, read from the row as it is now."""
         # Two leases of ONE job in a batch (a worker that reclaimed its own stalled attempt): the
         # settled id says nothing about WHICH lease won, so every item is classified by its token.
         shared = len({it.job_id for it in batch}) != len(batch)
@@ -382,7 +390,7 @@ class Jobs(_JobsBase):
             dead_rows = [r for r in rows.values() if r[3] == "dead" and r[19]]
             if dead_rows:
                 store.queues.dead_letter(s, dead_rows, now)
-            shared = len({it.job_id for it in batch}) != len(batch)  # see _complete_in
+            shared = len({it.job_id for it in batch}) != len(batch)  # see _answers
             out: list[Job | TenureError] = []
             for lease, _ in items:
                 row = None if shared else rows.get(lease.job_id)

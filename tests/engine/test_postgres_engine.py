@@ -610,6 +610,78 @@ def test_a_paused_queue_is_not_claimed(engine):
         assert s.job_claim(kinds=None, queues=["held"], owner="w", lease_ms=1000, now=T0, limit=10) == []
 
 
+def test_claim_apart_is_paused_or_limited_for_every_queue_shape(engine):
+    """Migration 0007's generated column must say exactly what queries.LIMITED (plus paused) says:
+    a queue it wrongly calls 'not apart' would be claimed without its advisory lock (limits
+    broken), one wrongly 'apart' under the lock only (slower, still correct)."""
+    from tenure.engine.postgres import queries as Q
+
+    shapes = []
+    for paused in (0, 1):
+        for conc in (None, 2):
+            for group in (None, 1):
+                for policy in ("standard", "short", "singleton", "stately", "exclusive"):
+                    shapes.append((paused, conc, group, policy))
+    with engine.session() as s:
+        for i, (paused, conc, group, policy) in enumerate(shapes):
+            _set_queue(engine, f"shape{i}", paused=paused, concurrency_limit=conc, group_limit=group,
+                       policy=policy)
+        rows = s.execute(f"SELECT name, claim_apart, (paused = 1 OR {Q.LIMITED})::int FROM tenure_queues "
+                         "WHERE name LIKE 'shape%%'").fetchall()
+    assert len(rows) == len(shapes)
+    assert [(n, apart) for n, apart, _ in rows] == [(n, want) for n, _, want in rows]
+    # apart: all but the unpaused, unlimited standard/short/exclusive queues (exclusive is kept by
+    # its unique index at insert time, not by the claim)
+    assert sum(apart for _, apart, _ in rows) == len(shapes) - 3
+
+
+def test_a_queue_limited_after_the_connection_last_looked_is_still_claimed_under_its_lock(url, engine):
+    """The pipelined claim trusts its connection's memory of which queues are limited only to shape
+    the round trip: a queue limited since (here by another connection) is skipped by the claim
+    statement itself and claimed in a second transaction under its lock, within its limit."""
+    one = PostgresEngine(url, pool_min=1, pool_max=1)  # one connection: the hint survives between calls
+    one.open()
+    try:
+        with engine.session() as s:
+            s.job_insert([_job(f"q{i}", queue="later") for i in range(10)]
+                         + [_job(f"f{i}", queue="free") for i in range(10)], T0)
+        with one.session() as s:
+            first = s.job_claim(kinds=None, queues=None, owner="w", lease_ms=60_000, now=T0, limit=2)
+        assert len(first) == 2  # the connection now believes no queue is limited
+        _set_queue(engine, "later", concurrency_limit=3)
+        done_before = {r[0] for r in first}
+        with one.session() as s:
+            settled, rows = s.job_complete_and_claim(
+                [Settle(r[0], r[TOKEN_INDEX]) for r in first], T0 + 1, kinds=None, queues=None, owner="w",
+                lease_ms=60_000, limit=50)
+        assert settled == done_before
+        by_queue: dict[str, int] = {}
+        for r in rows:
+            by_queue[r[14]] = by_queue.get(r[14], 0) + 1
+        leased_later = sum(1 for r in first if r[14] == "later" and r[0] not in settled)
+        assert by_queue.get("later", 0) + leased_later == 3, by_queue
+        assert by_queue["free"] == 10 - sum(1 for r in first if r[14] == "free")
+        with one.session() as s:  # now the hint knows: a claim of the limited queue alone
+            assert s.job_claim(kinds=None, queues=["later"], owner="w", lease_ms=60_000, now=T0 + 2,
+                               limit=50) == []
+            assert s.job_complete_and_claim([], T0 + 2, kinds=None, queues=["later"], owner="w",
+                                            lease_ms=60_000, limit=50) == (set(), [])
+    finally:
+        one.close()
+
+
+def test_a_refused_completion_in_the_pipeline_still_claims(engine):
+    """A stale token in the combined call settles nothing and is answered as not settled; the
+    claim in the same round trip goes ahead."""
+    with engine.session() as s:
+        s.job_insert([_job("a"), _job("b")], T0)
+        (a,) = s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0, limit=1)
+        settled, rows = s.job_complete_and_claim([Settle(a[0], "0" * 32)], T0 + 1, kinds=None, queues=None,
+                                                 owner="w", lease_ms=1000, limit=5)
+        assert settled == set() and [r[0] for r in rows] == ["b"]
+        assert s.job_get(a[0])[3] == "leased"
+
+
 def test_job_lock_holds_the_row_for_a_handler_transaction(engine):
     with engine.session() as s:
         s.job_insert([_job("a")], T0)

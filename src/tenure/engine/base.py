@@ -140,6 +140,15 @@ class Session(abc.ABC):
         checkpoints of generations <= the settling one, in the same transaction."""
 
     @abc.abstractmethod
+    def job_complete_and_claim(
+        self, items: Sequence[Settle], now: int | None, *, kinds: Sequence[str] | None,
+        queues: Sequence[str] | None, owner: str, lease_ms: int, limit: int,
+    ) -> tuple[set[str], list[JobRow]]:
+        """The worker's settle-and-refill: :meth:`job_complete` of ``items``, then
+        :meth:`job_claim` of up to ``limit`` jobs (none when 0), atomically (in the caller's
+        transaction, or in one of its own). Answers the settled ids and the claimed rows."""
+
+    @abc.abstractmethod
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
         """Fenced failures; answers the settled rows (state ``failed`` or ``dead``)."""
 

@@ -17,6 +17,7 @@ Why it looks the way it does:
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -25,7 +26,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -67,6 +68,8 @@ URL_OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout")
 #: How often a connection wait checks its caller's cancellation (seconds).
 CANCEL_POLL = 0.02
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+log = logging.getLogger("tenure.engine.postgres")
 
 
 class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresInsightsMixin, Session):
@@ -118,47 +121,96 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
         return self._conn.execute(Q.GET, {"id": job_id}).fetchone()
 
     def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit) -> list[JobRow]:
+        return self._claim(kinds, queues, owner, lease_ms, now, limit, None)[1]
+
+    def job_complete_and_claim(self, items, now, *, kinds, queues, owner, lease_ms, limit):
+        return self._claim(kinds, queues, owner, lease_ms, now, limit, items)
+
+    def _claim(self, kinds, queues, owner, lease_ms, now, limit, settle: Sequence[Settle] | None
+               ) -> tuple[set[str], list[JobRow]]:
+        """The claim (after the completions ``settle``, when given) in ONE round trip when no
+        limited queue is involved: BEGIN, COMPLETE, QUEUE_LIMITS, the claim and COMMIT go out as
+        one pipeline. The claim statement skips limited queues in SQL, so it needs no answer from
+        QUEUE_LIMITS first. Limited queues are claimed one at a time under their advisory locks
+        (:meth:`_claim_limited`), in the same transaction.
+
+        The connection remembers which queues it last saw limited, which only shapes the trip:
+        with none of them asked for, the transaction commits in the pipeline; if the fresh
+        QUEUE_LIMITS then shows one (a queue limited since), it is claimed in a second
+        transaction. When every queue asked for is limited, the speculative claim is left out
+        (it would walk their whole backlog only to skip it). What is claimed never depends on
+        the hint."""
         conn = self._conn
-        limits = conn.execute(Q.QUEUE_LIMITS).fetchall()
-        if limits and queues is not None:
-            limits = [lim for lim in limits if lim[0] in queues]
-        if not limits:
-            return conn.execute(_claim_sql(kinds, queues, limit=limit), _claim_params(
-                kinds, queues, owner, lease_ms, now, limit)).fetchall()
-        # Limited queues (a concurrency or group limit, or a singleton policy): every claimer of
-        # such a queue takes its advisory lock (in name order, so two claimers never wait on each
-        # other in a cycle) and holds it to the end of this transaction; each statement below then
-        # sees every committed lease, so the count (or "is this key leased?") is exact across
-        # processes. Unlimited queues are claimed first, in one statement, without a lock.
-        limited = [lim[0] for lim in limits]
+        hint: frozenset[str] | None = getattr(conn, "_tenure_limited", None)
+        if queues is None:
+            expect_limits = bool(hint)
+            speculate = limit > 0
+        else:
+            expect_limits = hint is not None and any(q in hint for q in queues)
+            speculate = limit > 0 and (hint is None or any(q not in hint for q in queues))
+        done_cur = main_cur = None
+        with _atomic(conn) if expect_limits else nullcontext():
+            with _pipelined(conn):
+                if settle:
+                    done_cur = conn.execute(Q.COMPLETE, _complete_params(settle, now))
+                limits_cur = conn.execute(Q.QUEUE_LIMITS)
+                if speculate:
+                    main_cur = conn.execute(_claim_sql(kinds, queues, limit=limit),
+                                            _claim_params(kinds, queues, owner, lease_ms, now, limit))
+            done = set() if done_cur is None else {r[0] for r in done_cur.fetchall()}
+            limits = limits_cur.fetchall()
+            conn._tenure_limited = frozenset(lim[0] for lim in limits)  # type: ignore[attr-defined]
+            rows: list[JobRow] = [] if main_cur is None else main_cur.fetchall()
+            if queues is not None:
+                limits = [lim for lim in limits if lim[0] in queues]
+            if limits and len(rows) < limit and expect_limits:
+                rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows)))
+        if limits and len(rows) < limit and not expect_limits:
+            # A queue limited since the hint was taken; the first transaction has committed.
+            try:
+                with _atomic(conn):
+                    rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows)))
+            except Exception:
+                if not rows and not done:
+                    raise
+                # What committed must reach the caller (or its leases would idle until they
+                # expire); the limited queues are claimed on the next call.
+                log.warning("claiming from limited queues failed; answering the rest", exc_info=True)
+        if len(rows) > 1:
+            rows.sort(key=_claim_order)
+        return done, rows
+
+    def _claim_limited(self, limits, kinds, owner, lease_ms, now, limit) -> list[JobRow]:
+        """Claim from limited queues (a concurrency or group limit, or a singleton policy), inside
+        the caller's transaction: every claimer of such a queue takes its advisory lock (in name
+        order, so two claimers never wait on each other in a cycle) and holds it to the end of the
+        transaction; each statement below then sees every committed lease, so the count (or "is
+        one of this key leased?") is exact across processes."""
+        conn = self._conn
         rows: list[JobRow] = []
-        with _atomic(conn):
-            if queues is None or any(q not in limited for q in queues):
-                rows = conn.execute(_claim_sql(kinds, queues, excluded=True, limit=limit), _claim_params(
-                    kinds, queues, owner, lease_ms, now, limit, excluded=limited)).fetchall()
-            for name, conc, group_limit, _serial in limits:
-                if len(rows) >= limit:
-                    break
-                conn.execute(Q.LOCK_QUEUE, {"name": name})
-                while len(rows) < limit:
-                    want = limit - len(rows)
-                    if conc is not None:
-                        leased = conn.execute(Q.LEASED_IN_QUEUE, {"queue": name, "now": now}).fetchone()[0]
-                        if leased >= conc:
-                            break
-                        want = min(want, conc - leased)
-                    params = _claim_params(kinds, [name], owner, lease_ms, now, want)
-                    if group_limit is not None:
-                        # One at a time: each claim may fill a group, and the next must see it.
-                        params["limit"] = want = 1
-                        params["full_groups"] = [r[0] for r in conn.execute(
-                            Q.SATURATED_GROUPS, {"queue": name, "now": now, "group_limit": group_limit})]
-                    sql = _claim_sql(kinds, [name], group_filter=group_limit is not None, limit=want)
-                    got = conn.execute(sql, params).fetchall()
-                    rows.extend(got)
-                    if len(got) < want:
+        for name, conc, group_limit, _serial in limits:
+            if len(rows) >= limit:
+                break
+            conn.execute(Q.LOCK_QUEUE, {"name": name})
+            while len(rows) < limit:
+                want = limit - len(rows)
+                if conc is not None:
+                    leased = conn.execute(Q.LEASED_IN_QUEUE, {"queue": name, "now": now}).fetchone()[0]
+                    if leased >= conc:
                         break
-        return sorted(rows, key=_claim_order) if len(rows) > 1 else rows
+                    want = min(want, conc - leased)
+                params = _claim_params(kinds, [name], owner, lease_ms, now, want)
+                if group_limit is not None:
+                    # One at a time: each claim may fill a group, and the next must see it.
+                    params["limit"] = want = 1
+                    params["full_groups"] = [r[0] for r in conn.execute(
+                        Q.SATURATED_GROUPS, {"queue": name, "now": now, "group_limit": group_limit})]
+                sql = _claim_sql(kinds, [name], limited=True, group_filter=group_limit is not None, limit=want)
+                got = conn.execute(sql, params).fetchall()
+                rows.extend(got)
+                if len(got) < want:
+                    break
+        return rows
 
     def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
         return self._conn.execute(Q.RENEW, {"id": job_id, "token": token, "lease_ms": lease_ms,
@@ -170,10 +222,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
     def job_complete(self, items: Sequence[Settle], now: int | None) -> set[str]:
         if not items:
             return set()
-        cur = self._conn.execute(Q.COMPLETE, {
-            "now": now, "ids": [it.job_id for it in items], "tokens": [it.token for it in items],
-            "results": [it.result for it in items]})
-        return {r[0] for r in cur.fetchall()}
+        return {r[0] for r in self._conn.execute(Q.COMPLETE, _complete_params(items, now)).fetchall()}
 
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
         if not items:
@@ -241,11 +290,13 @@ def _claim_order(row: JobRow) -> tuple:
 _CLAIM_CACHE: dict[tuple, str] = {}
 
 
-def _claim_sql(kinds, queues, *, excluded: bool = False, group_filter: bool = False, limit: int = 1) -> str:
+def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = False, limit: int = 1) -> str:
     """The claim statement for this shape of call (cached: the text depends only on the shape and
-    the limit, a small set in practice: a worker claims up to its free slots)."""
+    the limit, a small set in practice: a worker claims up to its free slots). It skips paused
+    queues, and limited ones too unless ``limited`` (the claim of one limited queue, made under
+    its advisory lock)."""
     one = queues is not None and len(queues) == 1
-    key = (kinds is None, queues is None, one, excluded, group_filter, limit)
+    key = (kinds is None, queues is None, one, limited, group_filter, limit)
     sql = _CLAIM_CACHE.get(key)
     if sql is None:
         if one:
@@ -254,19 +305,18 @@ def _claim_sql(kinds, queues, *, excluded: bool = False, group_filter: bool = Fa
             queue_filter = ""
         else:
             queue_filter = Q.QUEUE_FILTER
-        if excluded:
-            queue_filter += Q.EXCLUDED_FILTER
         if group_filter:
             queue_filter += Q.GROUP_FILTER
         if len(_CLAIM_CACHE) >= 1024:
             _CLAIM_CACHE.clear()
         sql = Q.CLAIM.format(kind_filter="" if kinds is None else Q.KIND_FILTER, queue_filter=queue_filter,
+                             skip_queues=Q.SKIP_PAUSED if limited else Q.SKIP_PAUSED_OR_LIMITED,
                              limit=int(limit))
         _CLAIM_CACHE[key] = sql
     return sql
 
 
-def _claim_params(kinds, queues, owner, lease_ms, now, limit, excluded=()) -> dict[str, Any]:
+def _claim_params(kinds, queues, owner, lease_ms, now, limit) -> dict[str, Any]:
     params: dict[str, Any] = {"owner": owner, "lease_ms": lease_ms, "now": now, "limit": limit}
     if kinds is not None:
         params["kinds"] = list(kinds)
@@ -275,9 +325,12 @@ def _claim_params(kinds, queues, owner, lease_ms, now, limit, excluded=()) -> di
             params["queue"] = queues[0]
         else:
             params["queues"] = list(queues)
-    if excluded:
-        params["excluded"] = list(excluded)
     return params
+
+
+def _complete_params(items: Sequence[Settle], now: int | None) -> dict[str, Any]:
+    return {"now": now, "ids": [it.job_id for it in items], "tokens": [it.token for it in items],
+            "results": [it.result for it in items]}
 
 
 _PAGE_CACHE: dict[tuple, str] = {}
@@ -290,6 +343,21 @@ def _page_sql(params: dict[str, Any]) -> str:
         filters = "".join(text for name, text in Q.PAGE_FILTERS.items() if params[name] is not None)
         sql = _PAGE_CACHE[key] = Q.PAGE.format(filters=filters)
     return sql
+
+
+@contextmanager
+def _pipelined(conn: psycopg.Connection) -> Iterator[None]:
+    """The block's statements sent as one pipeline (one round trip, answered when the block
+    ends: read the cursors after it), in a transaction of their own on an idle autocommit
+    connection, else inside the caller's. An error surfaces when the block ends; the statements
+    after the failed one are skipped and the transaction rolls back."""
+    own = conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
+    with conn.pipeline():
+        if own:
+            with conn.transaction():
+                yield
+        else:
+            yield
 
 
 @contextmanager

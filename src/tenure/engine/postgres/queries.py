@@ -30,10 +30,19 @@ NOW_MS = "SELECT tenure_now_ms()"
 
 # -- claim ----------------------------------------------------------------------------------------
 
+# Queues whose claims must be serialised across processes: a concurrency or group limit needs an
+# exact count of live leases, and the singleton policies an exact "is one of this key leased?".
+# The claim statement skips them (with paused queues) in SQL; the engine then claims from them one
+# queue at a time under that queue's advisory lock (PostgresSession._claim_limited).
+LIMITED = "concurrency_limit IS NOT NULL OR group_limit IS NOT NULL OR policy IN ('singleton', 'stately')"
+SKIP_PAUSED = "q.paused = 1"
+# paused = 1 or LIMITED, as a generated column (migration 0007 says why).
+SKIP_PAUSED_OR_LIMITED = "q.claim_apart = 1"
+
 _ELIGIBLE_FILTERS = f"""
        {{kind_filter}}
        {{queue_filter}}
-       AND NOT EXISTS (SELECT 1 FROM tenure_queues q WHERE q.name = j.queue AND q.paused = 1)
+       AND NOT EXISTS (SELECT 1 FROM tenure_queues q WHERE q.name = j.queue AND {{skip_queues}})
        AND (j.singleton_key IS NULL OR j.policy NOT IN ('singleton', 'stately')
             OR NOT EXISTS (SELECT 1 FROM tenure_jobs a WHERE a.queue = j.queue
                            AND a.singleton_key = j.singleton_key AND a.state = 'leased'
@@ -92,14 +101,12 @@ SELECT {COLS} FROM claimed ORDER BY priority DESC, run_at, created_at, id
 KIND_FILTER = "AND coalesce(j.kind = ANY(%(kinds)s::text[]), false)"
 QUEUE_FILTER = "AND j.queue = ANY(%(queues)s::text[])"
 ONE_QUEUE_FILTER = "AND j.queue = %(queue)s::text"
-EXCLUDED_FILTER = " AND j.queue <> ALL(%(excluded)s::text[])"
 GROUP_FILTER = " AND (j.group_key IS NULL OR j.group_key <> ALL(%(full_groups)s::text[]))"
 
-# Queues whose claims must be serialised across processes: a concurrency or group limit needs an
-# exact count of live leases, and the singleton policies an exact "is one of this key leased?".
-QUEUE_LIMITS = """
+# The limited queues (see LIMITED), in name order: the order their advisory locks are taken in.
+QUEUE_LIMITS = f"""
 SELECT name, concurrency_limit, group_limit, policy IN ('singleton', 'stately') FROM tenure_queues
-WHERE concurrency_limit IS NOT NULL OR group_limit IS NOT NULL OR policy IN ('singleton', 'stately')
+WHERE {LIMITED}
 ORDER BY name
 """
 # Held to the end of the claim's transaction; every claimer of the queue takes it, in name order.

@@ -156,6 +156,14 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
                 conn.execute(Q.PRUNE_CHECKPOINTS, {"settled": json.dumps(rows)})
         return {r[0] for r in rows}
 
+    def job_complete_and_claim(self, items, now, *, kinds, queues, owner, lease_ms, limit):
+        now = _wall_ms() if now is None else now
+        with self._atomic():
+            done = self.job_complete(items, now) if items else set()
+            rows = self.job_claim(kinds=kinds, queues=queues, owner=owner, lease_ms=lease_ms, now=now,
+                                  limit=limit) if limit > 0 else []
+        return done, rows
+
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
         now = _wall_ms() if now is None else now
         conn = self._conn

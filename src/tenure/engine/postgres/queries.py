@@ -212,13 +212,20 @@ WHERE j.id = %(id)s::text AND {_FENCE.format(token="%(token)s::text")}
 FOR UPDATE OF j
 """
 
+# The LIMIT (the batch's own length) changes no result: it gives the GENERIC plan of a batch
+# settlement a row estimate (an unnest of parameters is priced at 10 rows, a LIMIT of a parameter
+# at a tenth of its input: 1 row). Without it the planner priced the generic plan above every
+# custom one and re-planned COMPLETE on every execution (~0.35 ms of server CPU each, most of a
+# single completion's time; docs/performance.md).
+_BATCH_ROWS = "LIMIT cardinality(%(ids)s::text[])"
+
 # A batch of fenced completions and the pruning of each settled job's checkpoints (generations up
 # to the settling one) in ONE statement. The token stays on the row: a repeat settlement from the
 # same attempt is recognised by it (checklist decision 1).
 COMPLETE = f"""
 WITH {CLOCK},
 items AS (SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(results)s::text[])
-          AS t(id, token, result)),
+          AS t(id, token, result) {_BATCH_ROWS}),
 settled AS (
   UPDATE tenure_jobs j SET state = 'done', result = t.result, lease_until = NULL, lease_owner = NULL,
     updated_at = {NOW}
@@ -239,7 +246,7 @@ FAIL = f"""
 WITH {CLOCK},
 items AS (SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(errors)s::text[],
                                %(delays)s::bigint[], %(deads)s::bool[], %(jitters)s::float8[])
-          AS t(id, token, error, delay_ms, dead, jitter))
+          AS t(id, token, error, delay_ms, dead, jitter) {_BATCH_ROWS})
 UPDATE tenure_jobs j SET
   state = CASE WHEN t.dead OR j.attempts >= j.max_attempts THEN 'dead' ELSE 'failed' END,
   run_at = CASE WHEN t.dead OR j.attempts >= j.max_attempts THEN j.run_at

@@ -644,7 +644,7 @@ def options_from(args: argparse.Namespace) -> Options:
 def build_systems(opt: Options, workdir: str) -> tuple[list[System], list[Target]]:
     """The systems to measure, in table order, and the tenure targets behind them (whose
     ``versions()`` describe the engines: SQLite's settings, the PostgreSQL server's)."""
-    needs_pg = any(p in opt.peers for p in ("tenure", "pgqueuer", "procrastinate"))
+    needs_pg = "postgres" in opt.engines and any(p in opt.peers for p in ("tenure", "pgqueuer", "procrastinate"))
     pg_target = PostgresTarget(opt.pg_url) if needs_pg else None  # creates the database if missing
     python = venv_python(opt.venv)
     systems: list[System] = []

@@ -12,6 +12,7 @@ so they import nothing from ``bench`` or ``tenure``: only this module, found bes
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 
@@ -30,3 +31,13 @@ def expect(word: str) -> None:
 def handled(seen: list[Any]) -> dict[str, int]:
     """The worker's report: handler calls, and distinct jobs among them."""
     return {"handled": len(seen), "distinct": len(set(seen))}
+
+
+def main(argv: list[str], setup: Callable[..., Any], work: Callable[..., Any],
+         run: Callable[[Any], Any] = lambda result: result) -> None:
+    """``setup TARGET N`` or ``work TARGET ARG...`` (integer arguments); ``run`` drives what the
+    command returns (``asyncio.run`` for a coroutine; nothing for a plain function)."""
+    cmd, target, *rest = argv
+    if cmd not in ("setup", "work"):
+        raise SystemExit(f"unknown command {cmd!r}")
+    run((setup if cmd == "setup" else work)(target, *(int(x) for x in rest)))

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 import huey
-from common import expect, handled, say
+from common import expect, handled, main, say
 from huey import SqliteHuey
 
 NAME = "peers"
@@ -56,15 +56,5 @@ def work(path: str, workers: int) -> None:
     say(handled(seen))
 
 
-def main(argv: list[str]) -> None:
-    cmd, path, arg = argv
-    if cmd == "setup":
-        setup(path, int(arg))
-    elif cmd == "work":
-        work(path, int(arg))
-    else:
-        raise SystemExit(f"unknown command {cmd!r}")
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main(sys.argv[1:], setup, work)

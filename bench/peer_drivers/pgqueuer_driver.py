@@ -19,7 +19,7 @@ import time
 import asyncpg
 import pgqueuer
 import uvloop
-from common import expect, handled, say
+from common import expect, handled, main, say
 from pgqueuer import AsyncpgDriver, AsyncpgPoolDriver, Job, Queries, QueueManager
 
 ENTRYPOINT = "noop"
@@ -62,15 +62,5 @@ async def work(dsn: str, batch_size: int, pool_size: int) -> None:
     say(handled(seen))
 
 
-def main(argv: list[str]) -> None:
-    cmd, dsn, *rest = argv
-    if cmd == "setup":
-        uvloop.run(setup(dsn, int(rest[0])))
-    elif cmd == "work":
-        uvloop.run(work(dsn, int(rest[0]), int(rest[1])))
-    else:
-        raise SystemExit(f"unknown command {cmd!r}")
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main(sys.argv[1:], setup, work, uvloop.run)

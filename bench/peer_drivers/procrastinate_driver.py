@@ -19,7 +19,7 @@ from typing import Any
 
 import procrastinate
 import psycopg
-from common import expect, handled, say
+from common import expect, handled, main, say
 
 DEFER_CHUNK = 5_000
 
@@ -62,15 +62,5 @@ async def work(conninfo: str, concurrency: int, pool_size: int) -> None:
     say(handled(seen))
 
 
-def main(argv: list[str]) -> None:
-    cmd, conninfo, *rest = argv
-    if cmd == "setup":
-        asyncio.run(setup(conninfo, int(rest[0])))
-    elif cmd == "work":
-        asyncio.run(work(conninfo, int(rest[0]), int(rest[1])))
-    else:
-        raise SystemExit(f"unknown command {cmd!r}")
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main(sys.argv[1:], setup, work, asyncio.run)

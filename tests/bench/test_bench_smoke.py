@@ -78,3 +78,27 @@ def test_quick_sqlite_run_reports_every_scenario_verified(tmp_path: Path) -> Non
         twice = verify_store(raw, done=2, handled_ids=[ids[0], ids[0]], enqueued_ids=ids)
     assert not stuck.ok and any("rows_per_state" in f for f in stuck.failures)
     assert not twice.ok and any("handler_distinct_ids" in f for f in twice.failures)
+
+
+def test_peers_harness_runs_tenure_on_sqlite_and_verifies_in_the_store(tmp_path: Path) -> None:
+    """``python -m bench.peers`` measured with tenure alone (no peer virtualenv, no network): the
+    harness starts the worker process, polls the store, and verifies every run there."""
+    out = tmp_path / "peers.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.peers", "--peers", "tenure", "--engines", "sqlite", "--jobs", "300",
+         "--repeat", "2", "--json", str(out), "--venv", str(tmp_path / "no-venv")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=110)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert not (tmp_path / "no-venv").exists()  # tenure alone never builds the peers' virtualenv
+    report = json.loads(out.read_text())
+    assert [(r["system"], r["engine"]) for r in report["results"]] == [("tenure", "sqlite"),
+                                                                         ("tenure (durable)", "sqlite")]
+    for result in report["results"]:
+        assert result["verified"]["ok"] is True
+        assert result["verified"]["done_per_run"] == [300, 300]
+        for run in result["runs"]:
+            assert run["verified"]["checks"]["rows_per_state"] == {"done": 300}
+            assert run["verified"]["checks"]["handler_distinct_ids"] == 300
+            assert run["jobs_per_s"] > 0
+    assert report["verified"] is True

@@ -25,7 +25,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,10 @@ log = logging.getLogger("tenure.worker")
 
 MAX_CLAIM_BATCH = 100
 MAX_SETTLE_BATCH = 500
+#: Settler threads on an engine with concurrent writers (PostgreSQL); one on SQLite.
+SETTLERS_MVCC = 2
+#: How long a settler waits for still-running handlers to join a batch below its target share.
+SETTLE_GATHER_S = 0.001
 
 
 class ShutdownReason:
@@ -188,7 +193,7 @@ class Attempt:
     __slots__ = ("worker", "job", "lease", "token", "handler", "cancelled", "started", "last_renew",
                  "deadline", "lost", "operator_cancelled", "timed_out", "finished", "detached",
                  "task", "loop", "settled", "settling", "settle_lock", "renew_failing", "timeout_ms",
-                 "__weakref__")
+                 "credited", "__weakref__")
 
     def __init__(self, worker: Worker, claim: Claim, handler: Callable[..., Any], timeout_ms: int | None):
         self.worker = worker
@@ -217,6 +222,8 @@ class Attempt:
         self.settling = False
         self.settle_lock = threading.Lock()
         self.renew_failing = False
+        # Its slot funds a claim made in the same transaction as its settlement (see _reserve).
+        self.credited = False
 
     @property
     def ctx(self) -> JobContext:
@@ -393,10 +400,12 @@ class Worker:
         self._async = {k: _is_async(fn) for k, fn in self.handlers.items()}
         self._lock = threading.Lock()
         self._stop_lock = threading.Lock()
-        # Held by the settler while it settles a batch and registers the jobs it claimed in the
-        # same transaction; stop() takes it once before it looks at what is in flight, so a job
-        # claimed that way is either seen (and stopped) or never claimed.
-        self._refill_lock = threading.RLock()
+        # Settle-and-claim calls in progress (one per settler at most). stop() waits for them to
+        # register what they claimed before it looks at what is in flight, and none starts once
+        # stop() has begun, so a job claimed that way is either seen (and stopped) or never claimed.
+        self._refills = threading.Condition()
+        self._refilling = 0
+        self._tls = threading.local()
         self._attempts: dict[str, Attempt] = {}
         self._stats = dict.fromkeys(
             ("claims", "completions", "failures", "lost_settlements", "cancellations", "renewals",
@@ -432,15 +441,22 @@ class Worker:
         self._halt = threading.Event()  # after the grace: keeper exits, gate waits are withdrawn
         self._wake = threading.Event()
         self._reserved = 0  # slots promised to a claim in progress (see _reserve)
+        self._credit = 0  # slots of credited attempts (being settled by a settle-and-claim)
         self._backlog = False  # the last claim came back full: more jobs are likely waiting
         self._slots: _queue.SimpleQueue = _queue.SimpleQueue()
         self._done: _queue.SimpleQueue = _queue.SimpleQueue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watch_thread = None
+        # One settler where the store has one writer (SQLite: a second would only queue at the
+        # gate). On PostgreSQL two, each settling about half the slots, so one half's round trip
+        # overlaps the other half's handlers (see _complete_loop).
+        settlers = 1 if getattr(self.store.engine, "exclusive_gate", True) or self.concurrency == 1 else SETTLERS_MVCC
+        self._settlers = [threading.Thread(target=self._complete_loop, args=(self._done,),
+                                           name=f"tenure-settle-{i}", daemon=True) for i in range(settlers)]
+        self._settle_target = 0 if settlers == 1 else max(1, self.concurrency // settlers)  # 0: never gather
         threads = [threading.Thread(target=self._dispatch, args=(gen,), name="tenure-dispatch", daemon=True),
-                   threading.Thread(target=self._complete_loop, args=(self._done,), name="tenure-settle",
-                                    daemon=True),
-                   threading.Thread(target=self._keeper, args=(gen,), name="tenure-keeper", daemon=True)]
+                   threading.Thread(target=self._keeper, args=(gen,), name="tenure-keeper", daemon=True),
+                   *self._settlers]
         if not all(self._async.values()):
             threads += [threading.Thread(target=self._slot, args=(self._slots,), name=f"tenure-slot-{i}",
                                          daemon=True) for i in range(self.concurrency)]
@@ -487,11 +503,12 @@ class Worker:
             pass
         self._stop.set()
         self._wake.set()
-        dispatcher, completer, keeper = self._threads[:3]
+        dispatcher, keeper = self._threads[:2]
         if dispatcher is not me:
             dispatcher.join()  # a claim waiting on the gate (or the pool) is withdrawn by _stop
-        with self._refill_lock:  # a settle-and-claim in progress registers its claims first
-            pass
+        with self._refills:  # settle-and-claims in progress register their claims first
+            mine = 1 if getattr(self._tls, "refilling", False) else 0  # stop() from an on_outcome
+            self._refills.wait_for(lambda: self._refilling <= mine)
         with self._lock:
             attempts = list(self._attempts.values())
         for a in attempts:
@@ -508,8 +525,9 @@ class Worker:
         # what is left in the queue belongs to detached attempts and is skipped; then the settler,
         # the keeper and the watcher stop, each joined.
         self._halt.set()
-        self._done.put(None)
-        for t in (completer, keeper):
+        for _ in self._settlers:
+            self._done.put(None)  # each settler takes one and stops
+        for t in (*self._settlers, keeper):
             if t is not me:
                 t.join()
         for _ in range(self.concurrency):
@@ -610,7 +628,7 @@ class Worker:
         jobs = self.store._jobs
         stop, wake = self._stop, self._wake
         while not stop.is_set() and gen == self._generation:
-            want = self._reserve(0)
+            want = self._reserve()
             if want <= 0:
                 wake.wait(self.poll_interval or None)
                 wake.clear()
@@ -638,20 +656,36 @@ class Worker:
             wake.clear()
             self._count("wakes" if woke else "polls")
 
-    def _reserve(self, settling: int) -> int:
+    def _reserve(self, settling: Sequence[Attempt] = ()) -> int:
         """How many jobs to claim now, reserved against the free slots (under the worker's lock,
-        so the dispatcher and the settler's refill never claim the same slot twice): the free
-        slots, plus ``settling`` slots whose attempts the caller is about to settle, bucketed by
-        :func:`_claim_size`. The caller hands the reservation back to :meth:`_start_attempts`."""
+        so the dispatcher and the settlers never claim the same slot twice), bucketed by
+        :func:`_claim_size`. The caller hands the reservation back to :meth:`_start_attempts`.
+
+        ``settling``: attempts the caller settles in the same transaction as this claim (their
+        slots are freed before its claims start). Up to the reservation they are *credited*: each
+        funds one reserved slot, so ``len(attempts) + reserved - credit`` never exceeds
+        ``concurrency``, and since no reservation is smaller than its credit, neither does the
+        number of attempts in flight (6.3), however many settlers claim at once."""
         with self._lock:
-            free = self.concurrency - len(self._attempts) - self._reserved + settling
+            free = self.concurrency - len(self._attempts) - self._reserved + self._credit + len(settling)
             if self.max_jobs is not None:
                 free = min(free, self.max_jobs - self._stats["claims"] - self._reserved)
             if free <= 0:
                 return 0
             want = _claim_size(min(free, self.claim_batch))
             self._reserved += want
+            for a in settling[:want]:
+                a.credited = True
+            self._credit += min(want, len(settling))
             return want
+
+    def _uncredit(self, settling: Sequence[Attempt]) -> None:
+        """A settle-and-claim that did not happen: its attempts fund nothing any more."""
+        with self._lock:
+            for a in settling:
+                if a.credited:
+                    a.credited = False
+                    self._credit -= 1
 
     def _start_attempts(self, claims: list[Claim], reserved: int) -> None:
         """Register a claimed batch (one lock round for all of it, which also returns the claim's
@@ -759,6 +793,9 @@ class Worker:
             mine = self._attempts
             for a in attempts:
                 mine.pop(a.token, None)
+                if a.credited:
+                    a.credited = False
+                    self._credit -= 1
         registry = self.store._attempts
         for a in attempts:
             registry.pop(a.token, None)
@@ -773,14 +810,19 @@ class Worker:
             first = get()
             batch = [first] if first is not None else []
             stopping = first is None
-            while len(batch) < MAX_SETTLE_BATCH:
+            while not stopping and len(batch) < MAX_SETTLE_BATCH:
                 try:
                     item = get_nowait()
                 except _queue.Empty:
-                    break
-                if item is None:
+                    if len(batch) >= self._settle_target or not self._running_besides(len(batch)):
+                        break
+                    try:  # other handlers are about to finish: let them join this batch
+                        item = get(timeout=SETTLE_GATHER_S)
+                    except _queue.Empty:
+                        break
+                if item is None:  # one per settler: leave the others theirs
                     stopping = True
-                    continue
+                    break
                 batch.append(item)
             if batch:
                 try:
@@ -789,6 +831,10 @@ class Worker:
                     log.exception("settling %d job(s) failed", len(batch))
             if stopping:
                 return
+
+    def _running_besides(self, settling: int) -> bool:
+        """Attempts still running (beyond ``settling`` finished ones and those being settled)."""
+        return len(self._attempts) - self._credit - settling > 0
 
     def _settle(self, jobs, batch) -> None:
         completes, fails = [], []
@@ -803,8 +849,9 @@ class Worker:
                 fails.append((attempt, value))
         if completes:
             items = [(a.lease, val) for a, val in completes]
-            with self._refill_lock:
-                errors, claims, want = self._complete_and_refill(jobs, items)
+            with self._refill_section() as allowed:
+                errors, claims, want = self._complete_and_refill(jobs, items, [a for a, _ in completes]) \
+                    if allowed else (None, [], 0)
                 if errors is not None:
                     self._completed(completes, errors)
                     self._start_attempts(claims, want)  # after the release: in flight stays <= N
@@ -840,7 +887,24 @@ class Worker:
             for (attempt, _), err in zip(completes, errors, strict=True):
                 self._after_settle(attempt, "completed", err)
 
-    def _complete_and_refill(self, jobs, items) -> tuple[list | None, list[Claim], int]:
+    @contextmanager
+    def _refill_section(self) -> Iterator[bool]:
+        """Enter a settle-and-claim (True), unless stop() has begun (False)."""
+        with self._refills:
+            entered = not self._stop.is_set()
+            if entered:
+                self._refilling += 1
+        self._tls.refilling = entered
+        try:
+            yield entered
+        finally:
+            if entered:
+                self._tls.refilling = False
+                with self._refills:
+                    self._refilling -= 1
+                    self._refills.notify_all()
+
+    def _complete_and_refill(self, jobs, items, settling: list[Attempt]) -> tuple[list | None, list[Claim], int]:
         """Settle a batch of completions and claim the slots it frees in ONE transaction, while
         the queue has a backlog (the last claim came back full) and the worker is not stopping:
         one commit and one trip to the store per cycle instead of two, and no wait for the
@@ -849,7 +913,7 @@ class Worker:
         the caller then settles the batch alone, retrying as usual."""
         if not self._backlog or self._stop.is_set():
             return None, [], 0
-        want = self._reserve(len(items))
+        want = self._reserve(settling)
         if not want:
             return None, [], 0
         try:
@@ -857,6 +921,7 @@ class Worker:
                                                      lease_ms=self.lease_ms, queues=self.queues,
                                                      cancel=self._stop)
         except Exception as exc:  # noqa: BLE001 - rolled back: settle alone, claim later
+            self._uncredit(settling)
             self._start_attempts([], want)
             if not isinstance(exc, OperationWithdrawn):
                 self._count("claim_errors")

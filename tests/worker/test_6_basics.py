@@ -508,3 +508,43 @@ def test_claim_sizes_never_exceed_the_free_slots_and_come_from_a_small_set():
     sizes = {_claim_size(n) for n in range(1, 101)}
     assert all(0 < _claim_size(n) <= n for n in range(1, 10_001))
     assert sizes == {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96}
+
+
+def test_two_settlers_on_postgresql_keep_concurrency_exact(any_store, make_worker):
+    """On PostgreSQL two settler threads settle (and refill) at once, each about half the slots, so
+    one half's round trip overlaps the other half's handlers (issue 9); SQLite keeps one (its
+    single writer would only queue them). Checklist 6.3 holds exactly with both claiming: the
+    attempts in flight, sampled by a watcher thread throughout, never exceed ``concurrency``, and
+    every job runs and settles once."""
+    import random
+
+    jobs = any_store.jobs
+    jobs.enqueue_many([{"kind": "k", "payload": {"i": i}} for i in range(600)])
+    seen, settlers, peak = [], set(), [0]
+    done = threading.Event()
+
+    def handler(payload, ctx):
+        seen.append(payload["i"])
+        if random.random() < 0.3:
+            time.sleep(0.001)  # uneven handlers: batches finish at different times
+
+    def watch():
+        while not done.is_set():
+            peak[0] = max(peak[0], w.stats()["in_flight"])
+            time.sleep(0.0002)
+
+    w = make_worker(any_store, {"k": handler}, concurrency=8, poll_interval=0.01,
+                    on_outcome=lambda event: settlers.add(threading.current_thread().name))
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    w.start()
+    try:
+        wait_for(lambda: jobs.counts().get("done", 0) == 600, what="all done", timeout=60)
+    finally:
+        done.set()
+        watcher.join()
+    assert w.stop().drained
+    assert 0 < peak[0] <= 8
+    assert len(seen) == len(set(seen)) == 600 and w.stats()["completions"] == 600
+    expected = {"tenure-settle-0"} if any_store.engine.exclusive_gate else {"tenure-settle-0", "tenure-settle-1"}
+    assert settlers == expected

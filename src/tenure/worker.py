@@ -7,8 +7,10 @@ Shape (one worker):
   PostgreSQL ``LISTEN``), by a slot freeing up, or by ``poll_interval``;
 - ``concurrency`` **slot** threads run sync handlers; async handlers run on one event-loop thread;
   at most ``concurrency`` attempts are in flight either way;
-- a **completer** thread settles finished attempts in batches (group commit: one transaction for
-  everything that finished meanwhile), each item still individually fenced;
+- a **settler** thread settles finished attempts in batches (group commit: one transaction for
+  everything that finished meanwhile), each item still individually fenced, and while the queue
+  has a backlog claims the slots it frees in the same transaction; on PostgreSQL two settlers each
+  gather about half the slots, so one half's round trip overlaps the other half's handlers;
 - a **keeper** thread renews leases at a third of ``lease_ms`` and enforces per-job timeouts.
 
 In-flight state is keyed by lease TOKEN, never by owner or job id (checklist 6.19).

@@ -409,6 +409,7 @@ class Worker:
         self._refilling = 0
         self._tls = threading.local()
         self._attempts: dict[str, Attempt] = {}
+        self._settlers: list[threading.Thread] = []
         self._stats = dict.fromkeys(
             ("claims", "completions", "failures", "lost_settlements", "cancellations", "renewals",
              "renewal_errors", "wakes", "polls", "claim_errors", "settle_errors", "timeouts"), 0)
@@ -486,7 +487,15 @@ class Worker:
         never settle, and its job is reclaimed after its lease. Before this returns, no database
         call this worker started is running or will run (quiescence), so ``store.close()`` right
         after always releases the database. Never raises; a second call returns at once."""
-        with self._stop_lock:
+        if threading.current_thread() in self._settlers:
+            # An on_outcome observer stopping its own worker, on a settler: a stop already under
+            # way in another thread joins this settler, so waiting for it would never end. That
+            # stop finishes the job; this call returns at once.
+            if not self._stop_lock.acquire(blocking=False):
+                return StopResult(False, len(self._attempts))
+        else:
+            self._stop_lock.acquire()
+        try:
             if not self._running:
                 return StopResult(True, 0)
             try:
@@ -494,6 +503,8 @@ class Worker:
             except Exception:  # noqa: BLE001 - stop() never raises
                 log.exception("stopping the worker failed")
                 return StopResult(False, len(self._attempts))
+        finally:
+            self._stop_lock.release()
 
     def _stop_running(self, grace: float | None) -> StopResult:
         grace = self.stop_grace if grace is None else max(0.0, float(grace))

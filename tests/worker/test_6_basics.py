@@ -548,3 +548,29 @@ def test_two_settlers_on_postgresql_keep_concurrency_exact(any_store, make_worke
     assert len(seen) == len(set(seen)) == 600 and w.stats()["completions"] == 600
     expected = {"tenure-settle-0"} if any_store.engine.exclusive_gate else {"tenure-settle-0", "tenure-settle-1"}
     assert settlers == expected
+
+
+def test_stop_from_on_outcome_returns_with_settlers_busy(any_store, make_worker):
+    """An ``on_outcome`` observer may stop its own worker (say, at the first failure) while the other
+    settler is mid-batch and about to report too: stop() neither deadlocks on the settlers nor
+    waits for itself, the worker stops, and nothing is settled twice."""
+    jobs = any_store.jobs
+    jobs.enqueue_many([{"kind": "k", "payload": {"i": i}} for i in range(400)])
+    results, stopper_done = [], threading.Event()
+
+    def observer(event):
+        if event["outcome"] == "completed" and not results:
+            results.append(w.stop(grace=0.5))
+            stopper_done.set()
+        elif results:
+            w.stop(grace=0.5)  # a second observer call while (or after) the first stop runs
+
+    w = make_worker(any_store, {"k": lambda payload, ctx: time.sleep(0.0005)}, concurrency=8,
+                    poll_interval=0.01, on_outcome=observer)
+    w.start()
+    assert stopper_done.wait(30), "stop() from on_outcome never returned"
+    wait_for(lambda: not w.running, what="the worker stopped")
+    wait_for(lambda: not any(t.is_alive() for t in w._threads), what="every worker thread ended")
+    counts = jobs.counts()
+    assert counts.get("leased", 0) + counts.get("done", 0) + counts.get("pending", 0) == 400
+    assert counts.get("done", 0) == w.stats()["completions"] >= 1

@@ -453,7 +453,7 @@ class Worker:
         # One settler where the store has one writer (SQLite: a second would only queue at the
         # gate). On PostgreSQL two, each settling about half the slots, so one half's round trip
         # overlaps the other half's handlers (see _complete_loop).
-        settlers = 1 if getattr(self.store.engine, "exclusive_gate", True) or self.concurrency == 1 else SETTLERS_MVCC
+        settlers = 1 if self.store.engine.exclusive_gate or self.concurrency == 1 else SETTLERS_MVCC
         self._settlers = [threading.Thread(target=self._complete_loop, args=(self._done,),
                                            name=f"tenure-settle-{i}", daemon=True) for i in range(settlers)]
         self._settle_target = 0 if settlers == 1 else max(1, self.concurrency // settlers)  # 0: never gather

@@ -574,3 +574,40 @@ def test_stop_from_on_outcome_returns_with_settlers_busy(any_store, make_worker)
     counts = jobs.counts()
     assert counts.get("leased", 0) + counts.get("done", 0) + counts.get("pending", 0) == 400
     assert counts.get("done", 0) == w.stats()["completions"] >= 1
+
+
+def test_a_failed_settle_and_claim_returns_its_slot_credits(any_store, make_worker):
+    """When the combined settle-and-claim fails (rolled back), the batch is settled alone and its
+    attempts stop funding the claim that never happened: in flight still never exceeds
+    ``concurrency``, every job runs once, and no credit is left over once the worker is idle."""
+    jobs = any_store.jobs
+    jobs.enqueue_many([{"kind": "k", "payload": {"i": i}} for i in range(400)])
+    orig, calls, seen, peak = jobs.complete_and_claim, [0], [], [0]
+
+    def flaky(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] % 2:
+            raise RuntimeError("injected: the combined call failed and rolled back")
+        return orig(*args, **kwargs)
+
+    jobs.complete_and_claim = flaky  # every other combined call fails; the store underneath is real
+    alone = jobs.complete_many
+
+    def slow_alone(*args, **kwargs):
+        time.sleep(0.02)  # the batch settled alone still holds its slots: a window to over-claim in
+        return alone(*args, **kwargs)
+
+    jobs.complete_many = slow_alone
+
+    def handler(payload, ctx):
+        seen.append(payload["i"])
+        peak[0] = max(peak[0], w.stats()["in_flight"])
+
+    w = make_worker(any_store, {"k": handler}, concurrency=6, poll_interval=0.005)
+    w.start()
+    wait_for(lambda: jobs.counts().get("done", 0) == 400, what="all done", timeout=60)
+    assert calls[0] >= 2, "the combined call was never tried twice"
+    assert peak[0] <= 6
+    assert len(seen) == len(set(seen)) == 400
+    wait_for(lambda: w.stats()["in_flight"] == 0 and w._credit == 0, what="idle, every credit returned")
+    assert w.stop().drained

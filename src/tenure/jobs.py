@@ -39,6 +39,8 @@ DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_BACKOFF_BASE_MS = 1_000
 DEFAULT_BACKOFF_CAP_MS = 60_000
 SWEEP_BATCH = 1_000
+#: The largest lease generation a row can hold (an INTEGER column on both engines).
+MAX_GENERATION = 2**31 - 1
 _loads = json.loads
 
 
@@ -71,6 +73,11 @@ def refusal(row: JobRow | None, lease: Lease, now: int, what: str) -> TenureErro
                             job_id=lease.job_id)
     state, generation, token, until = row[3], row[9], row[TOKEN_INDEX], row[7]
     if state == "leased":
+        if token == lease.token and generation != lease.generation:
+            return LeaseSuperseded(
+                f"cannot {what} job {lease.job_id!r}: the lease says generation {lease.generation!r} but its "
+                f"token is generation {generation}'s (a lease is used as claim or renew returned it)",
+                job_id=lease.job_id, held=lease.generation, current=generation)
         if token == lease.token:
             return LeaseExpired(
                 f"cannot {what} job {lease.job_id!r}: its lease (generation {generation}) expired "
@@ -103,6 +110,32 @@ def _check_lease(lease: Any, what: str, extra: tuple) -> Lease:
         raise LeaseRequired(f"{what}() takes the Lease and one value; got extra arguments {extra!r}")
     raise LeaseRequired(f"{what}() needs the Lease the claim returned (claim.lease), got "
                         f"{type(lease).__name__}")
+
+
+def _first_of_each(items: Sequence[tuple[Lease, Any]]) -> tuple[Sequence[tuple[Lease, Any]], list[int] | None]:
+    """One batch holding the SAME lease (job id and token) more than once: only the first item is
+    sent to the store, and each later one is answered as that first one was (docs/spec.md D1: the
+    first settlement from an attempt stands; a repeat changes nothing and is no error). Answers
+    ``(items to send, position of each original item among them)``, the positions None when every
+    lease is distinct (the common case, answered without a copy)."""
+    keys = [(lease.job_id, lease.token) for lease, _ in items]
+    if len(set(keys)) == len(keys):
+        return items, None
+    first: dict[tuple[str, str], int] = {}
+    sent: list[tuple[Lease, Any]] = []
+    where: list[int] = []
+    for key, item in zip(keys, items, strict=True):
+        at = first.get(key)
+        if at is None:
+            at = first[key] = len(sent)
+            sent.append(item)
+        where.append(at)
+    return sent, where
+
+
+def _spread(answers: list, where: list[int] | None) -> list:
+    """Each original item's answer: its first occurrence's (see :func:`_first_of_each`)."""
+    return answers if where is None else [answers[i] for i in where]
 
 
 class _JobsBase:
@@ -309,13 +342,16 @@ class Jobs(_JobsBase):
     def complete_many(self, items: Sequence[tuple[Lease, Any]], *, encoded: bool = False,
                       session: Session | None = None,
                       cancel: threading.Event | None = None) -> list[TenureError | None]:
-        """Fenced completions in one transaction; answers, per item, None or the refusal."""
+        """Fenced completions in one transaction; answers, per item, None or the refusal. The same
+        lease twice in one batch: the first item's result stands, the later one is answered as
+        the first was (docs/spec.md D1)."""
+        items, where = _first_of_each(items)
         batch = self._completions(items, encoded)
         now = self._store._now()
         if session is not None:
-            return self._answers(session, session.job_complete(batch, now), batch, items, now)
+            return _spread(self._answers(session, session.job_complete(batch, now), batch, items, now), where)
         with self._store._session(cancel) as s:
-            return self._answers(s, s.job_complete(batch, now), batch, items, now)
+            return _spread(self._answers(s, s.job_complete(batch, now), batch, items, now), where)
 
     def complete_and_claim(self, items: Sequence[tuple[Lease, Any]], kinds: Sequence[str] | None, *,
                            owner: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None,
@@ -327,6 +363,7 @@ class Jobs(_JobsBase):
         exactly as in :meth:`complete_many` and answered the same way; the claim is
         :meth:`claim_many`'s (same statement, same order, same limits). Nothing lands if the
         transaction fails. ``kinds``/``queues`` are trusted (the worker validated them)."""
+        items, where = _first_of_each(items)
         batch = self._completions(items, True)
         store = self._store
         with store._session(cancel) as s:
@@ -334,7 +371,7 @@ class Jobs(_JobsBase):
             done, rows = s.job_complete_and_claim(batch, now, kinds=kinds, queues=queues, owner=owner,
                                                   lease_ms=lease_ms, limit=limit)
             errors = self._answers(s, done, batch, items, now)
-        return errors, [row_to_claim(r) for r in rows]
+        return _spread(errors, where), [row_to_claim(r) for r in rows]
 
     def _completions(self, items: Sequence[tuple[Lease, Any]], encoded: bool) -> list[Settle]:
         limit = self._store.max_payload_bytes
@@ -375,6 +412,10 @@ class Jobs(_JobsBase):
     def fail_many(self, items: Sequence[tuple[Lease, Any]], *, backoff_base_ms: int | None = None,
                   backoff_cap_ms: int | None = None, dead: bool = False,
                   cancel: threading.Event | None = None) -> list[Job | TenureError]:
+        """Fenced failures in one transaction; answers, per item, the settled record or the
+        refusal. The same lease twice in one batch: the first item's error stands, the later one
+        is answered as the first was (docs/spec.md D1)."""
+        items, where = _first_of_each(items)
         store = self._store
         base = DEFAULT_BACKOFF_BASE_MS if backoff_base_ms is None else backoff_base_ms
         cap = DEFAULT_BACKOFF_CAP_MS if backoff_cap_ms is None else backoff_cap_ms
@@ -402,7 +443,7 @@ class Jobs(_JobsBase):
                 out.append(row_to_job(current) if err is None else err)
         if rows:
             store._wake_local()
-        return out
+        return _spread(out, where)
 
     # -- administration (root only, §10) ------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -518,7 +559,7 @@ class Jobs(_JobsBase):
         inspection (``tenure runs show``, the dashboard). Saving needs the attempt's lease."""
         v.job_id(job_id)
         with self._session() as s:
-            rows = s.checkpoint_list(job_id, 2**31 - 1)  # every generation (an int column)
+            rows = s.checkpoint_list(job_id, MAX_GENERATION)  # every generation
         return [Checkpoint(job_id, n, None if val is None else _loads(val), g) for n, val, g in rows]
 
     def create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:
@@ -565,9 +606,15 @@ class Checkpoints:
         lease = self.lease
         store = self._view._store
         text = v.dump_json(value, "checkpoint value", store.max_payload_bytes)
+        # The fence also matches the generation (docs/spec.md 2.13, 3.9): a lease whose generation is
+        # not the row's (forged or garbled) is refused, so no row is ever stamped with it. One
+        # that no column could hold matches nothing on either engine.
+        gen = lease.generation
+        if type(gen) is not int or not 0 <= gen <= MAX_GENERATION:
+            gen = -1
         with self._view._session() as s:
             now = store._now()
-            if not s.checkpoint_save(lease.job_id, node_id, text, lease.generation, lease.token, now):
+            if not s.checkpoint_save(lease.job_id, node_id, text, gen, lease.token, now):
                 raise refusal(s.job_get(lease.job_id), lease, store._now_or(s, now), "save a checkpoint of") \
                     or LeaseNotHeld(f"cannot save a checkpoint of job {lease.job_id!r}: the attempt settled it")
 

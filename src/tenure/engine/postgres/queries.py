@@ -323,11 +323,12 @@ SELECT count(*) FROM jobs
 CHECKPOINT_SAVE = f"""
 WITH {CLOCK},
 fenced AS (
-  SELECT j.id FROM tenure_jobs j
+  SELECT j.id, j.lease_generation FROM tenure_jobs j
   WHERE j.id = %(run_id)s::text AND {_FENCE.format(token="%(token)s::text")}
+    AND j.lease_generation = %(generation)s::int
   FOR SHARE OF j)
 INSERT INTO tenure_checkpoints (run_id, node_id, value, generation)
-SELECT id, %(node_id)s::text, %(value)s::text, %(generation)s::int FROM fenced
+SELECT id, %(node_id)s::text, %(value)s::text, lease_generation FROM fenced
 ON CONFLICT (run_id, node_id) DO UPDATE SET value = excluded.value, generation = excluded.generation
 """
 

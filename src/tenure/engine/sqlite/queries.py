@@ -169,8 +169,9 @@ SWEEP_DELETE_CHECKPOINTS = "DELETE FROM tenure_checkpoints WHERE run_id IN (SELE
 
 CHECKPOINT_SAVE = """
 INSERT INTO tenure_checkpoints (run_id, node_id, value, generation)
-SELECT :run_id, :node_id, :value, :generation FROM tenure_jobs
+SELECT :run_id, :node_id, :value, lease_generation FROM tenure_jobs
 WHERE id = :run_id AND state = 'leased' AND lease_token = :token AND lease_until > :now
+  AND lease_generation = :generation
 ON CONFLICT (run_id, node_id) DO UPDATE SET value = excluded.value, generation = excluded.generation
 """
 

@@ -1,0 +1,120 @@
+"""The fence at its corners (issue 20, items 5 and 6), on both engines: a checkpoint save with a
+forged generation (2.13, 7.4), one batch holding the same lease twice (3.14, decision 1), a
+``cancel(id, lease)`` whose attempt does not wind up within ``stop_grace`` (decision 5), a lock held
+past the lease while the attempt SETTLES (6.13), and renewal off (6.14).
+
+Leases expire by moving the injected clock, never by sleeping. The storage-trouble variants hold a
+real lock on the database (SQLite: another connection's write transaction; PostgreSQL: another
+connection's row lock, with a short ``lock_timeout``), and the store under test gives up on it
+after 50 ms with StoreBusy (TN0003).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from _support import claim1, refused
+
+import tenure
+from tenure.errors import LeaseSuperseded
+
+# -- 2.13 / 7.4: a checkpoint save is fenced on the generation too ----------------------------------
+
+
+@pytest.mark.parametrize("forged", [0, 2, 7, 2**40])
+def test_2_13_checkpoint_with_a_forged_generation_is_refused(jobs, clock, target, forged):
+    """JOBS-FORMAT checklist 2.13 and 7.4: checkpoints are stamped with the WRITER's generation, so
+    a Lease whose token is valid but whose generation is not the attempt's is refused (TN2066) and
+    writes nothing: no row stamped with the forged generation exists to survive the completion's
+    prune (generations <= own). The attempt's own lease still saves and completes normally."""
+    job_id = jobs.enqueue("k")
+    lease = claim1(jobs, lease_ms=1000).lease
+    assert lease.generation == 1
+    forged_lease = dataclasses.replace(lease, generation=forged)
+    with refused("TN2066") as ei:
+        jobs.checkpoints(forged_lease).save("n", "forged")
+    assert isinstance(ei.value, LeaseSuperseded)
+    assert str(forged) in str(ei.value) and "1" in str(ei.value)
+    assert target.checkpoint_rows(job_id) == []
+    jobs.checkpoints(lease).save("n", "own")
+    assert target.checkpoint_rows(job_id) == [("n", 1)]
+    with refused("TN2066"):  # the forged lease cannot overwrite the attempt's row either
+        jobs.checkpoints(forged_lease).save("n", "forged again")
+    assert jobs.checkpoints(lease).load() == {"n": "own"}
+    jobs.complete(lease, "done")
+    assert target.checkpoint_rows(job_id) == []  # pruned: nothing outlives the completion
+    assert jobs.get(job_id).state == "done"
+
+
+def test_2_13_forged_generation_after_a_renewal_is_refused(jobs, clock, target):
+    """JOBS-FORMAT checklist 2.13 with 3.15: the renewed lease's token with a generation of its own
+    choosing is refused as well; the renewed lease itself saves under generation 1."""
+    job_id = jobs.enqueue("k")
+    first = claim1(jobs, lease_ms=1000).lease
+    clock.advance(100)
+    renewed = jobs.renew(first, lease_ms=1000)
+    with refused("TN2066"):
+        jobs.checkpoints(dataclasses.replace(renewed, generation=3)).save("n", "forged")
+    jobs.checkpoints(renewed).save("n", "renewed")
+    assert target.checkpoint_rows(job_id) == [("n", 1)]
+
+
+# -- 3.14 / decision 1: the same lease twice in one batch -------------------------------------------
+
+
+def _twice(jobs, call: str, clock):
+    """Claim one job and settle it with a batch holding its lease twice (different values)."""
+    job_id = jobs.enqueue("k", id="a", max_attempts=3)
+    other_id = jobs.enqueue("k", id="b")
+    lease = claim1(jobs, lease_ms=1000).lease
+    other = claim1(jobs, lease_ms=1000).lease
+    assert (lease.job_id, other.job_id) == (job_id, other_id)
+    if call == "complete_many":
+        answers = jobs.complete_many([(lease, {"r": "first"}), (other, "other"), (lease, {"r": "second"})])
+    elif call == "fail_many":
+        answers = jobs.fail_many([(lease, "first error"), (other, "other error"), (lease, "second error")])
+    else:  # the worker's settle-and-refill: results already JSON text, then a claim
+        jobs.enqueue("k", id="next")
+        answers, claims = jobs.complete_and_claim(
+            [(lease, '{"r": "first"}'), (other, '"other"'), (lease, '{"r": "second"}')],
+            ["k"],
+            owner="w",
+            limit=1,
+            lease_ms=1000,
+        )
+        assert [c.job.id for c in claims] == ["next"]
+    return job_id, other_id, answers
+
+
+@pytest.mark.parametrize("call", ["complete_many", "fail_many", "complete_and_claim"])
+def test_3_14_same_lease_twice_in_one_batch_first_stands(jobs, clock, call):
+    """JOBS-FORMAT checklist 3.14 and decision 1, within ONE batch: the first item settles the job,
+    the later item with the same lease is a repeat from the same attempt, so it changes nothing and
+    is no error (answered as the first was). Identical on both engines (before: SQLite stored the
+    SECOND result, PostgreSQL the first)."""
+    job_id, other_id, answers = _twice(jobs, call, clock)
+    job = jobs.get(job_id)
+    if call == "fail_many":
+        assert (job.state, job.last_error, job.attempts) == ("failed", "first error", 1)
+        assert [type(a) for a in answers] == [tenure.Job, tenure.Job, tenure.Job]
+        assert answers[0] == answers[2] == job
+        assert jobs.get(other_id).last_error == "other error"
+    else:
+        assert (job.state, job.result) == ("done", {"r": "first"})
+        assert answers == [None, None, None]
+        assert jobs.get(other_id).result == "other"
+
+
+def test_3_14_same_lease_twice_after_expiry_both_refused_alike(jobs, clock):
+    """Decision 1 with the lease already expired: the first item is refused (TN2067) and the repeat
+    gets the same answer; nothing is written."""
+    job_id = jobs.enqueue("k")
+    lease = claim1(jobs, lease_ms=1000).lease
+    clock.set(lease.expires_at)
+    before = jobs.get(job_id)
+    answers = jobs.complete_many([(lease, 1), (lease, 2)])
+    assert [getattr(a, "code", None) for a in answers] == ["TN2067", "TN2067"]
+    answers = jobs.fail_many([(lease, "a"), (lease, "b")])
+    assert [getattr(a, "code", None) for a in answers] == ["TN2067", "TN2067"]
+    assert jobs.get(job_id) == before

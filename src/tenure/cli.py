@@ -4,8 +4,8 @@ Every command takes ``--url`` (default ``$TENURE_URL``, else ``sqlite:///tenure.
 ``--json``; prints tables for people and JSON for scripts; and exits with a one-line error, never a
 traceback: status 2 for bad input (a usage error, a malformed value, a TN1xxx refusal), status 1
 for everything else (an unreachable store, a fence refusal, a missing job). ``TENURE_DEBUG=1``
-adds the traceback for bug reports. No password is ever printed (``tenure.engine.redact_url``, and
-every error line is scrubbed of the URL's password).
+adds the traceback for bug reports. No credential is ever printed (``tenure.redact``: the store URL is
+shown redacted, and every error line and debug traceback is scrubbed of the URL's secrets).
 
 Tables use ``rich`` when it is installed (``tenure[cli]``) and stdout is a terminal; otherwise
 plain aligned columns (stable for ``grep``/``awk``), so the CLI needs nothing beyond ``click``.
@@ -30,9 +30,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import click
 
 from . import connect
-from .engine import redact_url
 from .errors import InvalidArgument, InvalidSchedule, InvalidType, InvalidURL, TenureError
 from .records import STATES
+from .redact import credentials, redact_url, scrub
 
 if TYPE_CHECKING:
     from .store import Store
@@ -47,10 +47,7 @@ EXIT_USAGE = 2
 
 
 def _scrub(text: str) -> str:
-    for secret in _SECRETS:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    return scrub(text, _SECRETS)
 
 
 def _one_line(text: str) -> str:
@@ -150,12 +147,7 @@ def _duration_option(*names: str, help: str) -> Callable:
 
 
 def _remember_secret(url: str) -> None:
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        return
-    if password:
-        _SECRETS.add(password)
+    _SECRETS.update(credentials(url))
 
 
 def open_store(url: str | None, **options: Any) -> Store:

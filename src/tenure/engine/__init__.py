@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import InvalidURL
+from ..redact import redact_url  # re-exported: the one redaction, tenure.redact
 from .base import Engine
 
 __all__ = ["Engine", "create_engine", "redact_url"]
-
-
-def redact_url(url: str) -> str:
-    """The URL with any password replaced by ``***`` (safe for logs, banners and errors)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    if parts.password:
-        netloc = parts.netloc.replace(":" + parts.password + "@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
 
 
 def create_engine(url: str, **options: Any) -> Engine:
@@ -41,5 +29,11 @@ def create_engine(url: str, **options: Any) -> Engine:
                 "the PostgreSQL engine needs psycopg 3: pip install 'tenure[postgres]'"
             ) from exc
         return PostgresEngine(url, **options)
-    raise InvalidURL(f"unknown store URL scheme {scheme!r} in {redact_url(url)!r}; "
-                     "use sqlite:///path.db or postgresql://user@host/db")
+    if "://" not in url and "=" in url:
+        # A libpq connection string (host=... password=...): refused, and never echoed whole.
+        raise InvalidURL(f"a store URL is needed, not a connection string ({redact_url(url)!r}); "
+                         "use postgresql://user@host/db (libpq options go in the query string)")
+    if ":" in url and re.fullmatch(r"[a-z][a-z0-9+.\-]*", scheme):
+        raise InvalidURL(f"unknown store URL scheme {scheme!r} in {redact_url(url)!r}; "
+                         "use sqlite:///path.db or postgresql://user@host/db")
+    raise InvalidURL(f"not a store URL: {redact_url(url)!r}; use sqlite:///path.db or postgresql://user@host/db")

@@ -49,7 +49,7 @@ from ...errors import (
     StoreUnavailable,
     TenureError,
 )
-from .. import redact_url
+from ...redact import credentials, redact_url, scrub
 from ..base import Engine, JobRow, NewJob, Session, Settle, Watcher, iter_chunks, new_job_params
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from . import queries as Q
@@ -537,7 +537,7 @@ class PostgresEngine(Engine):
         ours = {k: v for k, v in query if k in URL_OPTIONS}
         rest = [(k, v) for k, v in query if k not in URL_OPTIONS]
         self.url = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest, quote_via=quote), parts.fragment))
-        self._password = parts.password
+        self._secrets = credentials(url)
         try:
             self.schema = schema if schema is not None else ours.get("schema") or None
             self.pool_min = int(ours.get("pool_min", pool_min))
@@ -724,9 +724,7 @@ class PostgresEngine(Engine):
 
     # -- errors ------------------------------------------------------------------------------
     def _scrub(self, text: str) -> str:
-        if self._password:
-            text = text.replace(self._password, "***")
-        return text
+        return scrub(text, self._secrets)
 
     def classify(self, exc: BaseException) -> BaseException:
         if isinstance(exc, TenureError):

@@ -289,29 +289,36 @@ class Jobs(_JobsBase):
 
     # -- claim ---------------------------------------------------------------------------------
     def claim(self, kinds: str | Sequence[str] | None, *, owner: str, lease_ms: int = DEFAULT_LEASE_MS,
-              queues: str | Sequence[str] | None = None) -> Claim | None:
+              queues: str | Sequence[str] | None = None, instance: str | None = None) -> Claim | None:
         """Lease the next eligible job of ``kinds`` (priority, then run_at, created_at, id) in one
         guarded statement, or answer None. A kind not listed is never claimed."""
-        got = self.claim_many(kinds, owner=owner, lease_ms=lease_ms, queues=queues, limit=1)
+        got = self.claim_many(kinds, owner=owner, lease_ms=lease_ms, queues=queues, limit=1,
+                              instance=instance)
         return got[0] if got else None
 
     def claim_many(self, kinds: str | Sequence[str] | None, *, owner: str, limit: int,
                    lease_ms: int = DEFAULT_LEASE_MS, queues: str | Sequence[str] | None = None,
-                   cancel: threading.Event | None = None) -> list[Claim]:
+                   cancel: threading.Event | None = None, instance: str | None = None) -> list[Claim]:
         """Lease up to ``limit`` jobs in one statement; each gets its own token and generation.
-        A set ``cancel`` withdraws a claim still waiting for the store gate (nothing claimed)."""
+        A set ``cancel`` withdraws a claim still waiting for the store gate (nothing claimed).
+        ``instance`` (a worker's unique per-process id, :attr:`tenure.worker.Worker.instance`) is
+        stamped on each lease: the maintenance reaper and :meth:`release_lost_claims` match leases
+        by it, never by ``owner`` (docs/guarantees.md, "Liveness: deadlines and lost connections")."""
         kinds_l = None if kinds is None else v.names(kinds, "kinds")
         queues_l = None if queues is None else v.names(queues, "queues")
         if not isinstance(owner, str) or not owner:
             raise InvalidType("owner must be a non-empty string (it is diagnostics, never a guard)")
+        if instance is not None and (not isinstance(instance, str) or not instance):
+            raise InvalidType("instance must be a non-empty string or None")
         v.positive_int(lease_ms, "lease_ms")
         v.positive_int(limit, "limit", maximum=10_000)
         with self._store._session(cancel) as s:
-            return self._claim_in(s, kinds_l, queues_l, owner, lease_ms, limit)
+            return self._claim_in(s, kinds_l, queues_l, owner, lease_ms, limit, instance)
 
-    def _claim_in(self, s: Session, kinds, queues, owner: str, lease_ms: int, limit: int) -> list[Claim]:
+    def _claim_in(self, s: Session, kinds, queues, owner: str, lease_ms: int, limit: int,
+                  instance: str | None = None) -> list[Claim]:
         rows = s.job_claim(kinds=kinds, queues=queues, owner=owner, lease_ms=lease_ms,
-                           now=self._store._now(), limit=limit)
+                           now=self._store._now(), limit=limit, instance=instance)
         return [row_to_claim(r) for r in rows]
 
     # -- settle --------------------------------------------------------------------------------
@@ -355,7 +362,7 @@ class Jobs(_JobsBase):
 
     def complete_and_claim(self, items: Sequence[tuple[Lease, Any]], kinds: Sequence[str] | None, *,
                            owner: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None,
-                           cancel: threading.Event | None = None
+                           cancel: threading.Event | None = None, instance: str | None = None
                            ) -> tuple[list[TenureError | None], list[Claim]]:
         """The worker's settle-and-refill: fenced completions of ``items`` (results already JSON
         text) and a claim of up to ``limit`` more jobs, in ONE transaction, so a busy worker pays
@@ -369,7 +376,7 @@ class Jobs(_JobsBase):
         with store._session(cancel) as s:
             now = store._now()
             done, rows = s.job_complete_and_claim(batch, now, kinds=kinds, queues=queues, owner=owner,
-                                                  lease_ms=lease_ms, limit=limit)
+                                                  lease_ms=lease_ms, limit=limit, instance=instance)
             errors = self._answers(s, done, batch, items, now)
         return _spread(errors, where), [row_to_claim(r) for r in rows]
 

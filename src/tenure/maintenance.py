@@ -20,8 +20,9 @@ expire queued jobs        leader    pending/failed jobs past ``keep_until`` (the
 delete settled jobs       leader    done/dead/cancelled jobs past ``updated_at + delete_after``
                                     (default 7 days) are deleted with their checkpoints
 reap dead workers         leader    a worker row silent for ``worker_dead_after_ms`` is deleted,
-                                    and the live leases it held end at once (the fence refuses
-                                    the vanished attempt; the next claim recovers the job)
+                                    and the live leases of the worker INSTANCE it recorded end
+                                    at once (the fence refuses the vanished attempt; the next
+                                    claim recovers the job); never matched by owner string
 vacuum backstop           leader    PostgreSQL: ``VACUUM (ANALYZE) tenure_jobs`` when its dead
                                     tuples exceed :data:`VACUUM_DEAD_MIN` + 20% of its live ones
                                     (ten times looser than the table's autovacuum setting, so it
@@ -304,7 +305,7 @@ class Maintainer:
             rows = []
             for w, started in workers:
                 stats = w.stats()
-                rows.append({"id": w.owner, "host": host, "pid": pid,
+                rows.append({"id": w.owner, "instance": w.instance, "host": host, "pid": pid,
                              "queues": None if w.queues is None else json.dumps(w.queues),
                              "kinds": json.dumps(w.kinds), "concurrency": w.concurrency,
                              "started_at": started, "in_flight": int(stats.get("in_flight", 0)),

@@ -316,6 +316,11 @@ SETTLE_RETRY_MIN = 0.02
 SETTLE_RETRY_MAX = 1.0
 
 
+def _new_instance() -> str:
+    """A worker instance id, unique per process and per run: ``host:pid:random``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
 def _claim_size(free: int) -> int:
     """How many to claim for ``free`` slots: the largest of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... not
     above it. Each claim size is its own statement text on PostgreSQL (its LIMIT is written into
@@ -385,7 +390,11 @@ class Worker:
         self.concurrency = concurrency
         self.poll_interval = float(poll_interval)
         self.lease_ms = lease_ms
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        #: This worker's identity, unique per process and per worker (``host:pid:random``): every
+        #: lease it claims is stamped with it (``lease_instance``), and the maintenance reaper and
+        #: the lost-claim release match leases by it. ``owner`` (defaulting to it) is diagnostics.
+        self.instance = _new_instance()
+        self.owner = owner or self.instance
         self.renew = renew
         self.on_outcome = on_outcome
         self.backoff_base_ms = int(backoff_base * 1000)
@@ -438,6 +447,10 @@ class Worker:
 
     def _start_threads(self) -> None:
         self._running = True
+        if self._generation:
+            # A restart is a new instance: the detached attempts of the last run keep the old one,
+            # so nothing this run does (the lost-claim release) can end their leases early.
+            self.instance = _new_instance()
         self._generation += 1
         gen = self._generation
         self._stop = threading.Event()  # stop claiming; cancel handlers
@@ -647,8 +660,8 @@ class Worker:
                 wake.clear()
                 continue
             try:
-                claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want,
-                                         lease_ms=self.lease_ms, queues=self.queues, cancel=stop)
+                claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want, lease_ms=self.lease_ms,
+                                         queues=self.queues, cancel=stop, instance=self.instance)
             except OperationWithdrawn:
                 self._start_attempts([], want)
                 return
@@ -932,7 +945,7 @@ class Worker:
         try:
             errors, claims = jobs.complete_and_claim(items, self.kinds, owner=self.owner, limit=want,
                                                      lease_ms=self.lease_ms, queues=self.queues,
-                                                     cancel=self._stop)
+                                                     cancel=self._stop, instance=self.instance)
         except Exception as exc:  # noqa: BLE001 - rolled back: settle alone, claim later
             self._uncredit(settling)
             self._start_attempts([], want)

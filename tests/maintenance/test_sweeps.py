@@ -5,6 +5,8 @@ their checkpoints), dead workers are reaped and their leases ended; heartbeats f
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
@@ -171,10 +173,11 @@ def test_dead_workers_are_reaped_and_their_long_leases_end(store, other, clock):
     now = clock.now
     dead_after = store.maintenance.config.worker_dead_after_ms
     store.jobs.enqueue("k", id="held")
-    claim = store.jobs.claim("k", owner="ghost", lease_ms=3_600_000)  # a long lease
+    claim = store.jobs.claim("k", owner="ghost", lease_ms=3_600_000, instance="ghost#1")  # a long lease
     with store._session() as s:
-        s.worker_heartbeat([{"id": "ghost", "host": "h", "pid": 1, "queues": None, "kinds": json.dumps(["k"]),
-                             "concurrency": 1, "started_at": now, "in_flight": 1, "stats": None}], now)
+        s.worker_heartbeat([{"id": "ghost", "instance": "ghost#1", "host": "h", "pid": 1, "queues": None,
+                             "kinds": json.dumps(["k"]), "concurrency": 1, "started_at": now,
+                             "in_flight": 1, "stats": None}], now)
         s.worker_heartbeat([{"id": "alive", "host": "h", "pid": 2, "queues": None, "kinds": None,
                              "concurrency": 1, "started_at": now, "in_flight": 0, "stats": None}],
                            now + 30_000)
@@ -191,6 +194,53 @@ def test_dead_workers_are_reaped_and_their_long_leases_end(store, other, clock):
     again = store.jobs.claim("k", owner="rescuer")  # and the job is recovered at once
     assert again.job.id == "held" and again.job.attempts == 2
     assert m.stats()["workers_reaped"] == 1 and m.stats()["leases_released"] == 1
+
+
+def test_the_reaper_ends_a_silent_instance_s_leases_never_a_live_namesake_s(store, other, clock):
+    """Issue 20 item 7 (JOBS-FORMAT 3.7: the owner guards nothing): two processes use the owner
+    string "w". One went silent (its registry row is stale); the other is alive and holds a lease
+    of its own, claimed under the same owner. The reaper ends the silent instance's lease only."""
+    now = clock.now
+    store.jobs.enqueue("k", id="gone")
+    store.jobs.enqueue("live", id="busy")
+    started, release = threading.Event(), threading.Event()
+
+    def hold(payload, ctx):
+        started.set()
+        release.wait(30)
+        return "kept"
+
+    # The live process: a real worker, owner "w", that never heartbeats (its maintenance is
+    # elsewhere), holding a long lease on "busy".
+    live = other.jobs.create_worker({"live": hold}, owner="w", lease_ms=3_600_000, maintenance=False,
+                                    poll_interval=0.02, watch=False)
+    live.start()
+    try:
+        assert started.wait(10)
+        assert sql(store, "SELECT lease_instance FROM tenure_jobs WHERE id = 'busy'") == [(live.instance,)]
+        # The silent process: it claimed "gone" as "w" and its last heartbeat is old.
+        silent = "host-b:4242:silent"
+        gone = store.jobs.claim("k", owner="w", lease_ms=3_600_000, instance=silent)
+        with store._session() as s:
+            s.worker_heartbeat([{"id": "w", "instance": silent, "host": "host-b", "pid": 4242, "queues": None,
+                                 "kinds": json.dumps(["k"]), "concurrency": 1, "started_at": now,
+                                 "in_flight": 1, "stats": None}], now)
+        busy_until = store.jobs.get("busy").lease_until
+        clock.advance(store.maintenance.config.worker_dead_after_ms + 1)
+        assert store.maintenance.reap_workers() == (1, 1)
+        assert store.jobs.get("gone").lease_until == clock.now  # the silent instance's lease ended
+        with pytest.raises(LeaseExpired):
+            store.jobs.complete(gone.lease, "late")
+        assert store.jobs.get("busy").lease_until == busy_until  # the live namesake's did not
+        release.set()
+        deadline = time.monotonic() + 10
+        while store.jobs.get("busy").state != "done" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.jobs.get("busy").state == "done"
+        assert live.stats()["lost_settlements"] == 0
+    finally:
+        release.set()
+        live.stop()
 
 
 def test_a_process_never_reaps_its_own_running_workers(store, clock):

@@ -117,10 +117,12 @@ class Session(abc.ABC):
     @abc.abstractmethod
     def job_claim(
         self, *, kinds: Sequence[str] | None, queues: Sequence[str] | None, owner: str,
-        lease_ms: int, now: int | None, limit: int,
+        lease_ms: int, now: int | None, limit: int, instance: str | None = None,
     ) -> list[JobRow]:
         """ONE guarded statement: lease up to ``limit`` eligible jobs, minting a token each,
         ``generation+1``, ``attempts+1``; order ``priority DESC, run_at, created_at, id``.
+        Each leased row's ``lease_instance`` is stamped with ``instance`` (the claiming worker's
+        per-process identity, or None).
         Eligible: pending/failed with ``run_at <= now``, or leased with ``lease_until <= now``;
         kind in ``kinds`` (None: any); queue in ``queues`` (None: any) and not paused; queue
         and group concurrency limits respected."""
@@ -143,6 +145,7 @@ class Session(abc.ABC):
     def job_complete_and_claim(
         self, items: Sequence[Settle], now: int | None, *, kinds: Sequence[str] | None,
         queues: Sequence[str] | None, owner: str, lease_ms: int, limit: int,
+        instance: str | None = None,
     ) -> tuple[set[str], list[JobRow]]:
         """The worker's settle-and-refill: :meth:`job_complete` of ``items``, then
         :meth:`job_claim` of up to ``limit`` jobs (none when 0), atomically (in the caller's

@@ -120,14 +120,14 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
     def job_get(self, job_id: str) -> JobRow | None:
         return self._conn.execute(Q.GET, {"id": job_id}).fetchone()
 
-    def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit) -> list[JobRow]:
-        return self._claim(kinds, queues, owner, lease_ms, now, limit, None)[1]
+    def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit, instance=None) -> list[JobRow]:
+        return self._claim(kinds, queues, owner, lease_ms, now, limit, None, instance)[1]
 
-    def job_complete_and_claim(self, items, now, *, kinds, queues, owner, lease_ms, limit):
-        return self._claim(kinds, queues, owner, lease_ms, now, limit, items)
+    def job_complete_and_claim(self, items, now, *, kinds, queues, owner, lease_ms, limit, instance=None):
+        return self._claim(kinds, queues, owner, lease_ms, now, limit, items, instance)
 
-    def _claim(self, kinds, queues, owner, lease_ms, now, limit, settle: Sequence[Settle] | None
-               ) -> tuple[set[str], list[JobRow]]:
+    def _claim(self, kinds, queues, owner, lease_ms, now, limit, settle: Sequence[Settle] | None,
+               instance: str | None = None) -> tuple[set[str], list[JobRow]]:
         """The claim (after the completions ``settle``, when given) in ONE round trip when no
         limited queue is involved: BEGIN, COMPLETE, QUEUE_LIMITS, the claim and COMMIT go out as
         one pipeline. The claim statement skips limited queues in SQL, so it needs no answer from
@@ -156,7 +156,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                 limits_cur = conn.execute(Q.QUEUE_LIMITS)
                 if speculate:
                     main_cur = conn.execute(_claim_sql(kinds, queues, limit=limit),
-                                            _claim_params(kinds, queues, owner, lease_ms, now, limit))
+                                            _claim_params(kinds, queues, owner, lease_ms, now, limit, instance))
             done = set() if done_cur is None else {r[0] for r in done_cur.fetchall()}
             limits = limits_cur.fetchall()
             conn._tenure_limited = frozenset(lim[0] for lim in limits)  # type: ignore[attr-defined]
@@ -164,12 +164,13 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
             if queues is not None:
                 limits = [lim for lim in limits if lim[0] in queues]
             if limits and len(rows) < limit and expect_limits:
-                rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows)))
+                rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows), instance))
         if limits and len(rows) < limit and not expect_limits:
             # A queue limited since the hint was taken; the first transaction has committed.
             try:
                 with _atomic(conn):
-                    rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows)))
+                    rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows),
+                                                    instance))
             except Exception:
                 if not rows and not done:
                     raise
@@ -180,7 +181,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
             rows.sort(key=_claim_order)
         return done, rows
 
-    def _claim_limited(self, limits, kinds, owner, lease_ms, now, limit) -> list[JobRow]:
+    def _claim_limited(self, limits, kinds, owner, lease_ms, now, limit, instance=None) -> list[JobRow]:
         """Claim from limited queues (a concurrency or group limit, or a singleton policy), inside
         the caller's transaction: every claimer of such a queue takes its advisory lock (in name
         order, so two claimers never wait on each other in a cycle) and holds it to the end of the
@@ -199,7 +200,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                     if leased >= conc:
                         break
                     want = min(want, conc - leased)
-                params = _claim_params(kinds, [name], owner, lease_ms, now, want)
+                params = _claim_params(kinds, [name], owner, lease_ms, now, want, instance)
                 if group_limit is not None:
                     # One at a time: each claim may fill a group, and the next must see it.
                     params["limit"] = want = 1
@@ -316,8 +317,9 @@ def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = Fal
     return sql
 
 
-def _claim_params(kinds, queues, owner, lease_ms, now, limit) -> dict[str, Any]:
-    params: dict[str, Any] = {"owner": owner, "lease_ms": lease_ms, "now": now, "limit": limit}
+def _claim_params(kinds, queues, owner, lease_ms, now, limit, instance=None) -> dict[str, Any]:
+    params: dict[str, Any] = {"owner": owner, "instance": instance, "lease_ms": lease_ms, "now": now,
+                              "limit": limit}
     if kinds is not None:
         params["kinds"] = list(kinds)
     if queues is not None:

@@ -81,30 +81,34 @@ LEADER_GET = "SELECT owner, expires_at FROM tenure_leader WHERE name = %(name)s:
 
 WORKER_HEARTBEAT = f"""
 WITH {CLOCK}
-INSERT INTO tenure_workers ({WORKER_COLS})
+INSERT INTO tenure_workers ({WORKER_COLS}, instance)
 SELECT t.id, t.host, t.pid, t.queues, t.kinds, t.concurrency, coalesce(t.started_at, c.ms), c.ms,
-  t.in_flight, t.stats
+  t.in_flight, t.stats, t.instance
 FROM clock c, jsonb_to_recordset(%(rows)s::jsonb) AS t(id text, host text, pid int, queues text,
-  kinds text, concurrency int, started_at bigint, in_flight int, stats text)
+  kinds text, concurrency int, started_at bigint, in_flight int, stats text, instance text)
 ORDER BY t.id
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
   kinds = excluded.kinds, concurrency = excluded.concurrency, heartbeat_at = excluded.heartbeat_at,
-  in_flight = excluded.in_flight, stats = excluded.stats
+  in_flight = excluded.in_flight, stats = excluded.stats, instance = excluded.instance
 """
 WORKER_REMOVE = "DELETE FROM tenure_workers WHERE id = ANY(%(ids)s::text[])"
 WORKER_LIST = f"SELECT {WORKER_COLS} FROM tenure_workers ORDER BY id"
 # A dead worker's live leases end now: the fence refuses the vanished attempt and the next claim
-# recovers the job (JOBS-FORMAT §5), instead of waiting out a long lease.
+# recovers the job (JOBS-FORMAT §5), instead of waiting out a long lease. Leases are matched by the
+# worker INSTANCE the silent row recorded (lease_instance, migration 0009), never by the owner
+# string: two processes may share an owner (JOBS-FORMAT 3.7), and a live one's attempts must never
+# end because a namesake went silent. A lease without an instance ends by expiry only.
 WORKER_REAP = f"""
 WITH {CLOCK},
 dead AS (
-  SELECT id FROM tenure_workers
+  SELECT id, instance FROM tenure_workers
   WHERE heartbeat_at < %(dead_before)s::bigint AND id <> ALL(%(keep)s::text[])
   ORDER BY heartbeat_at LIMIT %(limit)s::int
   FOR UPDATE SKIP LOCKED),
 released AS (
   UPDATE tenure_jobs j SET lease_until = {NOW}, updated_at = {NOW}
-  WHERE j.state = 'leased' AND j.lease_until > {NOW} AND j.lease_owner IN (SELECT id FROM dead)
+  WHERE j.state = 'leased' AND j.lease_until > {NOW}
+    AND j.lease_instance IN (SELECT instance FROM dead WHERE instance IS NOT NULL)
   RETURNING 1),
 removed AS (DELETE FROM tenure_workers w USING dead d WHERE w.id = d.id RETURNING 1)
 SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM removed)

@@ -85,7 +85,7 @@ ranked AS (
 chosen AS (SELECT id FROM ranked WHERE key_rank = 1
            ORDER BY priority DESC, run_at, created_at, id LIMIT {{limit}}),
 claimed AS (
-  UPDATE tenure_jobs j SET state = 'leased', lease_owner = %(owner)s,
+  UPDATE tenure_jobs j SET state = 'leased', lease_owner = %(owner)s, lease_instance = %(instance)s::text,
     lease_until = {NOW} + %(lease_ms)s::bigint, lease_generation = j.lease_generation + 1,
     lease_token = {NEW_TOKEN}, attempts = j.attempts + 1, updated_at = {NOW}
   FROM chosen c WHERE j.id = c.id

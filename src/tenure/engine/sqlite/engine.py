@@ -95,7 +95,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
     def job_get(self, job_id: str) -> JobRow | None:
         return self._conn.execute(Q.GET, (job_id,)).fetchone()
 
-    def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit) -> list[JobRow]:
+    def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit, instance=None) -> list[JobRow]:
         now = _wall_ms() if now is None else now
         conn = self._conn
         wanted = None if queues is None else set(queues)
@@ -111,7 +111,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
             if not free:
                 return []
             rows = conn.execute(_claim_sql(len(free), kinds is not None, False),
-                                _claim_params(kinds, free, owner, lease_ms, now, limit)).fetchall()
+                                _claim_params(kinds, free, owner, lease_ms, now, limit, instance)).fetchall()
             return sorted(rows, key=_claim_order) if len(rows) > 1 else rows
         # Limited queues: count and lease inside one write transaction, so no other process can
         # race past a limit (SQLite has one writer).
@@ -119,14 +119,14 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
             rows = []
             if free:
                 rows = conn.execute(_claim_sql(len(free), kinds is not None, False),
-                                    _claim_params(kinds, free, owner, lease_ms, now, limit)).fetchall()
+                                    _claim_params(kinds, free, owner, lease_ms, now, limit, instance)).fetchall()
             for name, conc, group_limit in limited:
                 while len(rows) < limit:
                     if conc is not None:
                         leased = conn.execute(Q.LEASED_IN_QUEUE, (name, now)).fetchone()[0]
                         if leased >= conc:
                             break
-                    params = _claim_params(kinds, [name], owner, lease_ms, now, 1)
+                    params = _claim_params(kinds, [name], owner, lease_ms, now, 1, instance)
                     if group_limit is not None:
                         params["full_groups"] = json.dumps(
                             [r[0] for r in conn.execute(Q.SATURATED_GROUPS, (name, now, group_limit))])
@@ -156,12 +156,12 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
                 conn.execute(Q.PRUNE_CHECKPOINTS, {"settled": json.dumps(rows)})
         return {r[0] for r in rows}
 
-    def job_complete_and_claim(self, items, now, *, kinds, queues, owner, lease_ms, limit):
+    def job_complete_and_claim(self, items, now, *, kinds, queues, owner, lease_ms, limit, instance=None):
         now = _wall_ms() if now is None else now
         with self._atomic():
             done = self.job_complete(items, now) if items else set()
             rows = self.job_claim(kinds=kinds, queues=queues, owner=owner, lease_ms=lease_ms, now=now,
-                                  limit=limit) if limit > 0 else []
+                                  limit=limit, instance=instance) if limit > 0 else []
         return done, rows
 
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
@@ -262,8 +262,9 @@ def _json_list(names: tuple[str, ...]) -> str:
     return json.dumps(list(names))
 
 
-def _claim_params(kinds, queues: list[str], owner, lease_ms, now, limit) -> dict[str, Any]:
-    params: dict[str, Any] = {"owner": owner, "lease_ms": lease_ms, "now": now, "limit": limit,
+def _claim_params(kinds, queues: list[str], owner, lease_ms, now, limit, instance=None) -> dict[str, Any]:
+    params: dict[str, Any] = {"owner": owner, "instance": instance, "lease_ms": lease_ms, "now": now,
+                              "limit": limit,
                               "queues": _json_list(tuple(queues))}
     if kinds is not None:
         params["kinds"] = _json_list(tuple(kinds))

@@ -73,24 +73,28 @@ LEADER_GET = "SELECT owner, expires_at FROM tenure_leader WHERE name = :name"
 # -- worker registry ------------------------------------------------------------------------------
 
 WORKER_HEARTBEAT = f"""
-INSERT INTO tenure_workers ({WORKER_COLS})
-VALUES (:id, :host, :pid, :queues, :kinds, :concurrency, :started_at, :now, :in_flight, :stats)
+INSERT INTO tenure_workers ({WORKER_COLS}, instance)
+VALUES (:id, :host, :pid, :queues, :kinds, :concurrency, :started_at, :now, :in_flight, :stats, :instance)
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
   kinds = excluded.kinds, concurrency = excluded.concurrency, heartbeat_at = excluded.heartbeat_at,
-  in_flight = excluded.in_flight, stats = excluded.stats
+  in_flight = excluded.in_flight, stats = excluded.stats, instance = excluded.instance
 """
 WORKER_REMOVE = "DELETE FROM tenure_workers WHERE id IN (SELECT value FROM json_each(:ids))"
 WORKER_LIST = f"SELECT {WORKER_COLS} FROM tenure_workers ORDER BY id"
 WORKER_DEAD = """
-SELECT id FROM tenure_workers
+SELECT id, instance FROM tenure_workers
 WHERE heartbeat_at < :dead_before AND id NOT IN (SELECT value FROM json_each(:keep))
 ORDER BY heartbeat_at LIMIT :limit
 """
 # A dead worker's live leases end now: the fence refuses the vanished attempt and the next claim
-# recovers the job (JOBS-FORMAT §5), instead of waiting out a long lease.
+# recovers the job (JOBS-FORMAT §5), instead of waiting out a long lease. Leases are matched by the
+# worker INSTANCE the silent row recorded (lease_instance, migration 0009), never by the owner
+# string: two processes may share an owner (JOBS-FORMAT 3.7), and a live one's attempts must never
+# end because a namesake went silent. A lease without an instance ends by expiry only.
 RELEASE_LEASES_OF = """
 UPDATE tenure_jobs SET lease_until = :now, updated_at = :now
-WHERE state = 'leased' AND lease_until > :now AND lease_owner IN (SELECT value FROM json_each(:ids))
+WHERE state = 'leased' AND lease_until > :now
+  AND lease_instance IN (SELECT value FROM json_each(:instances))
 """
 
 # -- sweeps ---------------------------------------------------------------------------------------
@@ -188,7 +192,8 @@ class SQLiteMaintenanceMixin:
         now = _wall_ms() if now is None else now
         if rows:
             self._conn.executemany(WORKER_HEARTBEAT, [
-                {**r, "now": now, "started_at": now if r.get("started_at") is None else r["started_at"]}
+                {"instance": None, **r, "now": now,
+                 "started_at": now if r.get("started_at") is None else r["started_at"]}
                 for r in rows])
 
     def worker_remove(self, ids: Sequence[str]) -> int:
@@ -206,14 +211,16 @@ class SQLiteMaintenanceMixin:
         opened = _begin(conn)
         ok = False
         try:
-            ids = [r[0] for r in conn.execute(WORKER_DEAD, {"dead_before": dead_before,
-                                                            "keep": json.dumps(list(keep)),
-                                                            "limit": limit})]
+            dead = conn.execute(WORKER_DEAD, {"dead_before": dead_before, "keep": json.dumps(list(keep)),
+                                              "limit": limit}).fetchall()
+            ids = [r[0] for r in dead]
+            instances = [r[1] for r in dead if r[1] is not None]
             leases = 0
+            if instances:
+                leases = conn.execute(RELEASE_LEASES_OF, {"instances": json.dumps(instances),
+                                                          "now": now}).rowcount
             if ids:
-                payload = json.dumps(ids)
-                leases = conn.execute(RELEASE_LEASES_OF, {"ids": payload, "now": now}).rowcount
-                conn.execute(WORKER_REMOVE, {"ids": payload})
+                conn.execute(WORKER_REMOVE, {"ids": json.dumps(ids)})
             ok = True
             return leases, len(ids)
         finally:

@@ -42,7 +42,8 @@ CLAIM_EXPIRED = """
 # Of the 'singleton'/'stately' candidates sharing a key only the first is taken (key_rank), so one
 # batch never leases two jobs of one key (SINGLETON_FILTER already skips keys leased before).
 CLAIM = f"""
-UPDATE tenure_jobs SET state = 'leased', lease_owner = :owner, lease_until = :now + :lease_ms,
+UPDATE tenure_jobs SET state = 'leased', lease_owner = :owner, lease_instance = :instance,
+  lease_until = :now + :lease_ms,
   lease_generation = lease_generation + 1, lease_token = lower(hex(randomblob(16))),
   attempts = attempts + 1, updated_at = :now
 WHERE id IN (

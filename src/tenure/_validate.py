@@ -1,4 +1,14 @@
-"""Argument checks shared by every public call: each answers a coded error, nothing is written."""
+"""Argument checks shared by every public call: each answers a coded error, nothing is written.
+
+One verdict per input (docs/guarantees.md, "One verdict per input"): every value a caller hands to
+tenure is decided HERE, before any engine sees it, so SQLite and PostgreSQL answer the same bad
+input with the same exception class and code (``TN1001`` for a value out of range, ``TN1002`` for
+a wrong type), and the message names the field. The bounds are the columns' own: ``priority`` and
+``generation`` are 32-bit (``INTEGER`` on PostgreSQL), durations are capped at ten years, text
+refuses NUL (PostgreSQL cannot store it) and lone surrogates (not UTF-8), ids are at most 255
+characters and keys at most 1024 UTF-8 bytes (a btree entry must fit a PostgreSQL page).
+The table of refused inputs is tests/conformance/test_input_table.py.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +25,13 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_.:\-/@+]+$")
 MAX_PAYLOAD_BYTES = 1 << 20  # 1 MiB of JSON text
 MAX_ATTEMPTS_LIMIT = 1_000_000
 MAX_EPOCH_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+INT4_MIN, INT4_MAX = -(2**31), 2**31 - 1  # PostgreSQL INTEGER columns (priority, generation, limits)
+MAX_ID = 255  # characters of a job id, a node id or an owner
+MAX_KEY_BYTES = 1024  # UTF-8 bytes of a singleton_key or group_key (indexed: must fit a btree entry)
+MAX_DURATION_MS = 10 * 365 * 86_400_000  # ten years: every duration, lease and backoff
+#: Zone names whose meaning depends on the host's files, not on the IANA database: a schedule in
+#: one would fire at different instants on different hosts.
+HOST_DEPENDENT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
 
 
 def name(value: Any, what: str) -> str:
@@ -40,11 +57,52 @@ def names(value: Any, what: str) -> list[str]:
     return [name(v, what) for v in items]
 
 
-def job_id(value: Any) -> str:
+def text(value: Any, what: str, *, max_chars: int | None = None, max_bytes: int | None = None,
+         allow_empty: bool = True) -> str:
+    """A string both engines store identically: no NUL (U+0000; PostgreSQL's text cannot hold
+    it), no lone surrogate (not encodable as UTF-8), within ``max_chars`` characters and
+    ``max_bytes`` UTF-8 bytes."""
     if not isinstance(value, str):
-        raise InvalidType(f"a job id must be a string, got {type(value).__name__}")
-    if not value or len(value) > 255:
-        raise InvalidArgument("a job id must be 1-255 characters")
+        raise InvalidType(f"{what} must be a string, got {type(value).__name__}")
+    if not value and not allow_empty:
+        raise InvalidArgument(f"{what} must not be empty")
+    if "\x00" in value:
+        raise InvalidArgument(f"{what} contains a NUL character (U+0000) at position {value.index(chr(0))}: "
+                              "text may not contain NUL")
+    try:
+        encoded = value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgument(f"{what} contains a lone surrogate (U+{ord(value[exc.start]):04X}) at position "
+                              f"{exc.start}: text must be valid Unicode") from None
+    if max_chars is not None and len(value) > max_chars:
+        raise InvalidArgument(f"{what} is {len(value)} characters long; the limit is {max_chars}")
+    if max_bytes is not None and len(encoded) > max_bytes:
+        raise InvalidArgument(f"{what} is {len(encoded)} bytes of UTF-8; the limit is {max_bytes}")
+    return value
+
+
+def job_id(value: Any, what: str = "job id") -> str:
+    """A job id (or a run id): 1-255 characters of NUL-free, valid Unicode text."""
+    if not isinstance(value, str):
+        raise InvalidType(f"{what} must be a string, got {type(value).__name__}")
+    if not value or len(value) > MAX_ID:
+        raise InvalidArgument(f"{what} must be 1-{MAX_ID} characters, got {len(value)}")
+    return text(value, what)
+
+
+def key(value: Any, what: str) -> str | None:
+    """A ``singleton_key``/``group_key``: None, or text of at most :data:`MAX_KEY_BYTES` bytes."""
+    if value is None:
+        return None
+    return text(value, what, max_bytes=MAX_KEY_BYTES)
+
+
+def int4(value: Any, what: str) -> int:
+    """An integer that fits a PostgreSQL ``INTEGER`` column (and so SQLite's, identically)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidType(f"{what} must be an integer, got {value!r}")
+    if not INT4_MIN <= value <= INT4_MAX:
+        raise InvalidArgument(f"{what} must be within {INT4_MIN}..{INT4_MAX}, got {value}")
     return value
 
 
@@ -61,13 +119,61 @@ def positive_int(value: Any, what: str, *, maximum: int | None = None, allow_non
     return value
 
 
-def non_negative_int(value: Any, what: str, *, allow_none: bool = True) -> int | None:
+def non_negative_int(value: Any, what: str, *, allow_none: bool = True, maximum: int | None = None) -> int | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidType(f"{what} must be a non-negative integer, got {value!r}")
     if value < 0:
         raise InvalidArgument(f"{what} must be >= 0, got {value}")
+    if maximum is not None and value > maximum:
+        raise InvalidArgument(f"{what} must be at most {maximum}, got {value}")
+    return value
+
+
+def lease_ms(value: Any, what: str = "lease_ms") -> int:
+    """A lease length in ms: 1 ms up to ten years."""
+    return positive_int(value, what, maximum=MAX_DURATION_MS)  # type: ignore[return-value]
+
+
+def backoff_ms(value: Any, what: str) -> int | None:
+    """A retry backoff bound in ms (``backoff_base_ms``/``backoff_cap_ms``): None, or 0 up to ten years."""
+    return non_negative_int(value, what, maximum=MAX_DURATION_MS)
+
+
+def seconds_setting(value: Any, what: str) -> float:
+    """A worker setting in seconds (``backoff_base``, ``poll_interval``...): finite, >= 0, at most
+    ten years."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidType(f"{what} must be a non-negative number of seconds, got {value!r}")
+    if value != value or value < 0:
+        raise InvalidArgument(f"{what} must be a non-negative number of seconds, got {value!r}")
+    if value * 1000 > MAX_DURATION_MS:
+        raise InvalidArgument(f"{what} is longer than ten years: {value!r} s")
+    return float(value)
+
+
+def lease(value: Any, what: str) -> None:
+    """The fields of a caller-held Lease are within the columns' ranges (a forged or corrupted
+    one is refused here, not by one engine's integer overflow)."""
+    job_id(value.job_id, f"{what}: the lease's job_id")
+    text(value.token, f"{what}: the lease's token", max_chars=MAX_ID)
+    for name_, field in (("generation", value.generation), ("attempt", value.attempt)):
+        if isinstance(field, bool) or not isinstance(field, int):
+            raise InvalidType(f"{what}: the lease's {name_} must be an integer, got {field!r}")
+        if not 0 <= field <= INT4_MAX:
+            raise InvalidArgument(f"{what}: the lease's {name_} must be within 0..{INT4_MAX}, got {field}")
+
+
+def time_zone(value: Any) -> str:
+    """A schedule's IANA time zone NAME; host-dependent names (``localtime``...) are refused:
+    the same schedule must fire at the same instants on every host (TN4001)."""
+    from .errors import InvalidSchedule
+
+    if isinstance(value, str) and (value in HOST_DEPENDENT_ZONES or value.startswith(("posix/", "right/"))
+                                   or value.lower() == "localtime"):
+        raise InvalidSchedule(f"tz {value!r} depends on the host's files, not on the IANA database; "
+                              "name the zone (e.g. 'Europe/Paris' or 'UTC')", field="tz")
     return value
 
 
@@ -96,8 +202,10 @@ def epoch_ms(value: Any, what: str) -> int:
     return value
 
 
-def duration_ms(value: Any, what: str, *, seconds: bool = False) -> int | None:
-    """A non-negative duration: seconds (int/float) when ``seconds``, else ms; or a timedelta."""
+def duration_ms(value: Any, what: str, *, seconds: bool = False, positive: bool = False) -> int | None:
+    """A non-negative duration: seconds (int/float) when ``seconds``, else ms; or a timedelta.
+    ``positive``: zero (or less than 1 ms) is refused rather than read as "none" - omit the
+    argument for none."""
     if value is None:
         return None
     if isinstance(value, _dt.timedelta):
@@ -108,8 +216,10 @@ def duration_ms(value: Any, what: str, *, seconds: bool = False) -> int | None:
         ms = value * 1000 if seconds else value
     if not math.isfinite(ms) or ms < 0:
         raise InvalidArgument(f"{what} must be finite and >= 0, got {value}")
-    if ms > 10 * 365 * 86_400_000:
+    if ms > MAX_DURATION_MS:
         raise InvalidArgument(f"{what} is longer than ten years: {value}")
+    if positive and ms < 1:
+        raise InvalidArgument(f"{what} must be more than 0 (at least 1 ms), got {value}; omit it for none")
     return int(ms)
 
 

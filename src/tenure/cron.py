@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from . import _validate
 from .errors import InvalidSchedule
 
 try:  # croniter is a core dependency; the import is guarded only to give a clear message
@@ -66,6 +67,7 @@ def zone(tz: str) -> ZoneInfo:
     if not isinstance(tz, str) or not tz:
         raise InvalidSchedule(f"tz must be an IANA time zone name such as 'Europe/Paris', got {tz!r}",
                               field="tz")
+    _validate.time_zone(tz)  # host-dependent names (``localtime``) are refused
     try:
         return ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError, OSError):

@@ -31,6 +31,8 @@ __all__ = [
     "StoreBusy",
     "StorageFull",
     "StoreUnavailable",
+    "StoreLimitExceeded",
+    "StoreCorrupt",
     "SchemaTooNew",
     "InvalidURL",
     "PageCancelled",
@@ -190,6 +192,23 @@ class StoreUnavailable(StorageError):
     code = "TN0005"
 
 
+class StoreLimitExceeded(StorageError):
+    """A value or statement passed one of the database's own hard limits (PostgreSQL SQLSTATE
+    class 54, such as an index entry larger than a page; SQLite's ``SQLITE_TOOBIG``). Permanent:
+    retrying the same call fails the same way, unlike :class:`StoreUnavailable`. Nothing from the
+    failed call was written."""
+
+    code = "TN0009"
+
+
+class StoreCorrupt(StorageError):
+    """The SQLite file failed its integrity check at open (a corrupt page): tenure refuses to read
+    or write it. Restore a backup, or salvage it with ``sqlite3 file .recover``; ``?quick_check=0``
+    in the URL skips the check."""
+
+    code = "TN0010"
+
+
 class SchemaTooNew(StorageError):
     """The database was migrated by a newer tenure than this one; refuse rather than guess."""
 
@@ -263,7 +282,8 @@ ERROR_TABLE: dict[str, type[TenureError]] = {
     for cls in [
         InvalidArgument, InvalidType, PayloadTooLarge, LeaseNotHeld, LeaseSuperseded, LeaseExpired,
         LeaseRequired, ResumeMismatch, ScopeSettled, NestedRootCall, OperationWithdrawn, HandlersLeftRunning, StoreClosed,
-        StorageError, ReadOnlyStore, StoreBusy, StorageFull, StoreUnavailable, SchemaTooNew, InvalidURL,
+        StorageError, ReadOnlyStore, StoreBusy, StorageFull, StoreUnavailable, StoreLimitExceeded,
+        StoreCorrupt, SchemaTooNew, InvalidURL,
         PageCancelled, DeadlineExceeded, QueueNotFound, QueueNotEmpty, InvalidSchedule, JobDead,
         JobCancelled, ResultTimeout,
     ]

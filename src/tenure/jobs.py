@@ -101,6 +101,7 @@ def refusal(row: JobRow | None, lease: Lease, now: int, what: str) -> TenureErro
 
 def _check_lease(lease: Any, what: str, extra: tuple) -> Lease:
     if isinstance(lease, Lease) and not extra:
+        v.lease(lease, what)
         return lease
     if isinstance(lease, str):
         raise LeaseRequired(
@@ -184,26 +185,31 @@ class _JobsBase:
     def enqueue_many(self, jobs: Iterable[dict[str, Any]], *, conn: Any = None) -> list[str | None]:
         """Store many jobs in one transaction; each item is ``enqueue``'s keywords as a dict
         (``kind`` required). All are validated before anything is written."""
-        built = []
-        for spec in jobs:
-            if not isinstance(spec, dict):
-                raise InvalidType(f"enqueue_many takes dicts of enqueue arguments, got {type(spec).__name__}")
-            spec = dict(spec)
-            try:
-                kind = spec.pop("kind")
-            except KeyError:
-                raise InvalidArgument("every enqueue_many item needs a 'kind'") from None
-            payload = spec.pop("payload", None)
-            known = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout",
-                     "singleton_key", "singleton_for", "group_key"}
-            opts = {k: spec.pop(k) for k in list(spec) if k not in known}
-            built.append(self._build(kind, payload, options=opts, **{
-                "id": None, "run_at": None, "delay": None, "max_attempts": None, "queue": "default",
-                "priority": 0, "timeout": None, "singleton_key": None, "singleton_for": None,
-                "group_key": None, **spec}))
+        if isinstance(jobs, dict | str | bytes) or not isinstance(jobs, Iterable):
+            raise InvalidType(f"enqueue_many takes an iterable of dicts of enqueue arguments, got "
+                              f"{type(jobs).__name__}")
+        built = [self._build_spec(spec) for spec in jobs]
         if not built:
             return []
         return self._insert(built, conn)
+
+    def _build_spec(self, spec: Any) -> NewJob:
+        """One ``enqueue_many`` item, validated and encoded (nothing is written)."""
+        if not isinstance(spec, dict):
+            raise InvalidType(f"enqueue_many takes dicts of enqueue arguments, got {type(spec).__name__}")
+        spec = dict(spec)
+        try:
+            kind = spec.pop("kind")
+        except KeyError:
+            raise InvalidArgument("every enqueue_many item needs a 'kind'") from None
+        payload = spec.pop("payload", None)
+        known = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout",
+                 "singleton_key", "singleton_for", "group_key"}
+        opts = {k: spec.pop(k) for k in list(spec) if k not in known}
+        return self._build(kind, payload, options=opts, **{
+            "id": None, "run_at": None, "delay": None, "max_attempts": None, "queue": "default",
+            "priority": 0, "timeout": None, "singleton_key": None, "singleton_for": None,
+            "group_key": None, **spec})
 
     def _build(self, kind, payload, *, id, run_at, delay, max_attempts, queue, priority, timeout,
                singleton_key, singleton_for, group_key, options) -> NewJob:
@@ -217,13 +223,11 @@ class _JobsBase:
         if at is not None and delay:
             raise InvalidArgument("give run_at or delay, not both")
         v.positive_int(max_attempts, "max_attempts", maximum=v.MAX_ATTEMPTS_LIMIT, allow_none=True)
-        v.integer(priority, "priority")
-        timeout_ms = v.duration_ms(timeout, "timeout", seconds=True)
-        if singleton_key is not None and not isinstance(singleton_key, str):
-            raise InvalidType("singleton_key must be a string")
-        if group_key is not None and not isinstance(group_key, str):
-            raise InvalidType("group_key must be a string")
-        singleton_ms = v.duration_ms(singleton_for, "singleton_for", seconds=True)
+        v.int4(priority, "priority")
+        timeout_ms = v.duration_ms(timeout, "timeout", seconds=True, positive=True)
+        v.key(singleton_key, "singleton_key")
+        v.key(group_key, "group_key")
+        singleton_ms = v.duration_ms(singleton_for, "singleton_for", seconds=True, positive=True)
         if options:
             store_options = store.queues.job_options(options) if hasattr(store, "queues") else None
             if store_options is None:
@@ -310,7 +314,10 @@ class Jobs(_JobsBase):
             raise InvalidType("owner must be a non-empty string (it is diagnostics, never a guard)")
         if instance is not None and (not isinstance(instance, str) or not instance):
             raise InvalidType("instance must be a non-empty string or None")
-        v.positive_int(lease_ms, "lease_ms")
+        v.text(owner, "owner", max_chars=v.MAX_ID)
+        if instance is not None:
+            v.text(instance, "instance", max_chars=v.MAX_ID)
+        v.lease_ms(lease_ms)
         v.positive_int(limit, "limit", maximum=10_000)
         with self._store._session(cancel) as s:
             return self._claim_in(s, kinds_l, queues_l, owner, lease_ms, limit, instance)
@@ -327,7 +334,7 @@ class Jobs(_JobsBase):
         """Move the expiry out; answers a NEW lease (new token, same generation) and retires the
         old one. Fenced like every settling call."""
         lease = _check_lease(lease, "renew", extra)
-        ms = DEFAULT_LEASE_MS if lease_ms is None else v.positive_int(lease_ms, "lease_ms")
+        ms = DEFAULT_LEASE_MS if lease_ms is None else v.lease_ms(lease_ms)
         store = self._store
         with store._session(cancel) as s:
             now = store._now()
@@ -424,8 +431,8 @@ class Jobs(_JobsBase):
         is answered as the first was (docs/spec.md D1)."""
         items, where = _first_of_each(items)
         store = self._store
-        base = DEFAULT_BACKOFF_BASE_MS if backoff_base_ms is None else backoff_base_ms
-        cap = DEFAULT_BACKOFF_CAP_MS if backoff_cap_ms is None else backoff_cap_ms
+        base = DEFAULT_BACKOFF_BASE_MS if backoff_base_ms is None else v.backoff_ms(backoff_base_ms, "backoff_base_ms")
+        cap = DEFAULT_BACKOFF_CAP_MS if backoff_cap_ms is None else v.backoff_ms(backoff_cap_ms, "backoff_cap_ms")
         batch = []
         for lease, error in items:
             rand = store._random()
@@ -610,6 +617,7 @@ class Checkpoints:
         """Save one node's value; refused by code (and nothing written) when the lease is stale."""
         if not isinstance(node_id, str) or not node_id:
             raise InvalidType("node_id must be a non-empty string")
+        v.text(node_id, "node_id", max_chars=v.MAX_ID)
         lease = self.lease
         store = self._view._store
         text = v.dump_json(value, "checkpoint value", store.max_payload_bytes)

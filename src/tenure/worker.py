@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 from . import _validate as v
 from .errors import (
     FENCE_CODES,
-    InvalidArgument,
     InvalidType,
     LeaseNotHeld,
     OperationWithdrawn,
@@ -372,13 +371,12 @@ class Worker:
             if not callable(fn):
                 raise InvalidType(f"the handler for {kind!r} is not callable: {fn!r}")
         v.positive_int(concurrency, "concurrency", maximum=10_000)
-        v.positive_int(lease_ms, "lease_ms")
+        v.lease_ms(lease_ms)
         v.positive_int(claim_batch, "claim_batch", maximum=10_000)
         v.positive_int(max_jobs, "max_jobs", allow_none=True)
         for name, val in (("poll_interval", poll_interval), ("backoff_base", backoff_base),
                           ("backoff_cap", backoff_cap), ("stop_grace", stop_grace)):
-            if isinstance(val, bool) or not isinstance(val, int | float) or val < 0 or val != val:
-                raise InvalidArgument(f"{name} must be a non-negative number of seconds, got {val!r}")
+            v.seconds_setting(val, name)  # finite, >= 0, at most ten years (one verdict per input)
         if on_outcome is not None and not callable(on_outcome):
             raise InvalidType("on_outcome must be callable")
         if owner is not None and (not isinstance(owner, str) or not owner):
@@ -400,7 +398,7 @@ class Worker:
         self.backoff_base_ms = int(backoff_base * 1000)
         self.backoff_cap_ms = int(backoff_cap * 1000)
         self.stop_grace = float(stop_grace)
-        self.default_timeout_ms = v.duration_ms(timeout, "timeout", seconds=True)
+        self.default_timeout_ms = v.duration_ms(timeout, "timeout", seconds=True, positive=True)
         self.claim_batch = claim_batch
         self.watch = watch
         self.maintenance = maintenance

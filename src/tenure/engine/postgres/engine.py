@@ -46,6 +46,7 @@ from ...errors import (
     StorageFull,
     StoreBusy,
     StoreClosed,
+    StoreLimitExceeded,
     StoreUnavailable,
     TenureError,
 )
@@ -742,6 +743,9 @@ class PostgresEngine(Engine):
             return exc
         state = exc.sqlstate or ""
         detail = self._scrub(" ".join(str(exc).split())) or type(exc).__name__
+        if state.startswith("54"):  # program_limit_exceeded & co: permanent, never "could not reach"
+            return StoreLimitExceeded(f"{where} refused a value or statement over one of its limits "
+                                      f"(SQLSTATE {state}); nothing was written: {detail}")
         if state == "53100":
             return StorageFull(f"the disk holding {where} is full; nothing was written ({detail})")
         if state in ("55P03", "55006", "57014", "40P01") or state.startswith("40"):

@@ -28,6 +28,8 @@ from ...errors import (
     StorageFull,
     StoreBusy,
     StoreClosed,
+    StoreCorrupt,
+    StoreLimitExceeded,
     StoreUnavailable,
     TenureError,
 )
@@ -355,6 +357,10 @@ class SQLiteEngine(Engine):
             raise InvalidURL("a sqlite URL needs a file: sqlite:///tenure.db or sqlite:////abs/path.db")
         self.path = unquote(path)
         self.read_only = query.get("mode") == "ro"
+        #: ``PRAGMA quick_check`` at open (``?quick_check=0`` skips it): a corrupt page is found
+        #: before anything is read or written, not after writes were accepted (TN0010).
+        self.quick_check = query.get("quick_check", "1") not in ("0", "false", "no")
+        self._ro_target: str | None = None  # the URI a read-only connection was opened with
         self.busy_timeout_ms = int(busy_timeout_ms if busy_timeout_ms is not None
                                    else query.get("busy_timeout_ms", 5000))
         self.durable = durable if durable is not None else query.get("durable") in ("1", "true", "yes")
@@ -368,21 +374,18 @@ class SQLiteEngine(Engine):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
+        if not self.read_only and self.path != ":memory:" and _read_only_media(self.path):
+            # The file or its directory cannot be written (read-only media, a read-only mount, no
+            # write permission): open it read-only, so it can still be read; writes answer
+            # ReadOnlyStore (TN0002), never "could not reach" (docs/operations.md).
+            self.read_only = True
         if self.read_only:
-            target, uri = f"file:{self.path}?mode=ro", True
+            conn = self._connect_read_only()
         else:
-            target, uri = self.path, False
-        conn = sqlite3.connect(target, uri=uri, timeout=self.busy_timeout_ms / 1000,
-                               check_same_thread=False, isolation_level=None)
-        if self.read_only:
-            try:
-                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-            except sqlite3.OperationalError:
-                # A WAL database on read-only media (no -shm to map): nobody can write it, so it
-                # is safe to read it as immutable.
-                conn.close()
-                conn = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True,
-                                       check_same_thread=False, isolation_level=None)
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000,
+                                   check_same_thread=False, isolation_level=None)
+        if self.quick_check and self.path != ":memory:":
+            _check_pages(conn, self.path)
         conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
         if not self.read_only and self.path != ":memory:":
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
@@ -391,6 +394,21 @@ class SQLiteEngine(Engine):
         conn.execute(f"PRAGMA synchronous = {'FULL' if self.durable else 'NORMAL'}")
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute("PRAGMA cache_size = -16000")
+        return conn
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        target = f"file:{self.path}?mode=ro"
+        conn = sqlite3.connect(target, uri=True, timeout=self.busy_timeout_ms / 1000,
+                               check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.OperationalError:
+            # A WAL database on read-only media (no -shm to map): nobody can write it, so it
+            # is safe to read it as immutable.
+            conn.close()
+            target = f"file:{self.path}?mode=ro&immutable=1"
+            conn = sqlite3.connect(target, uri=True, check_same_thread=False, isolation_level=None)
+        self._ro_target = target
         return conn
 
     def open(self) -> None:
@@ -507,7 +525,7 @@ class SQLiteEngine(Engine):
         if self.path == ":memory:":
             raise StorageError("cross-process watching needs a file, not :memory:")
         if self.read_only:
-            return SQLiteWatcher(f"file:{self.path}?mode=ro", True, self.watch_interval)
+            return SQLiteWatcher(self._ro_target or f"file:{self.path}?mode=ro", True, self.watch_interval)
         return SQLiteWatcher(self.path, False, self.watch_interval)
 
     def reset_for_tests(self) -> None:
@@ -516,9 +534,19 @@ class SQLiteEngine(Engine):
                 s.execute(f"DELETE FROM {t}")
 
     def classify(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, OverflowError) and "sqlite" in str(exc).lower():
+            # an int beyond 64 bits reached the driver (PostgreSQL answers 22003, also TN0001)
+            return StorageError(f"SQLite error on {self.path!r}: {exc}")
         if isinstance(exc, TenureError) or not isinstance(exc, sqlite3.Error):
             return exc
         msg = str(exc).lower()
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code == sqlite3.SQLITE_TOOBIG or "too big" in msg:
+            return StoreLimitExceeded(f"{self.path!r} refused a value over SQLite's length limit "
+                                      f"(SQLITE_TOOBIG); nothing was written: {exc}")
+        if code is not None and code & 0xFF == sqlite3.SQLITE_CORRUPT or "malformed" in msg:
+            return StoreCorrupt(f"{self.path!r} is corrupt ({exc}); restore a backup or salvage it "
+                                "with `sqlite3 FILE .recover`")
         if isinstance(exc, sqlite3.ProgrammingError) and "closed" in msg:
             return StoreClosed("the store is closed")
         if "locked" in msg or "busy" in msg:
@@ -541,6 +569,31 @@ def _column_exists(conn: sqlite3.Connection, stmt: str) -> bool:
         cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
         return column in cols
     return False
+
+
+def _read_only_media(path: str) -> bool:
+    """True when an existing database file, or the directory its journal files go to, cannot be
+    written. ``access(2)`` answers EROFS on a read-only mount even for root."""
+    if not os.path.exists(path):
+        return False
+    directory = os.path.dirname(os.path.abspath(path))
+    return not os.access(path, os.W_OK) or not os.access(directory, os.W_OK)
+
+
+def _check_pages(conn: sqlite3.Connection, path: str) -> None:
+    """``PRAGMA quick_check``: every page's structure, without the index-content cross-check of
+    ``integrity_check`` (linear in the file's size). A corrupt page refuses the open (TN0010)."""
+    try:
+        verdict = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        if "malformed" not in str(exc).lower() and "not a database" not in str(exc).lower():
+            raise
+        verdict = str(exc)
+    if verdict != "ok":
+        conn.close()
+        raise StoreCorrupt(f"{path!r} failed its integrity check at open ({' '.join(verdict.split())}); tenure will not read or "
+                           "write it: restore a backup, or salvage it with `sqlite3 FILE .recover` "
+                           "(?quick_check=0 in the URL skips this check)")
 
 
 def file_exists(path: str) -> bool:

@@ -232,9 +232,16 @@ class App:
         settled (a recycled process): in-flight handlers are cancelled and get ``stop_grace``
         seconds to wind up. A second signal exits the process at once (status 130); its in-flight
         jobs are reclaimed after their lease. ``ready`` is set once the worker runs. Other keywords
-        go to :class:`tenure.worker.Worker` (``lease_ms``, ``timeout``, ``stop_grace``, ...)."""
+        go to :class:`tenure.worker.Worker` (``lease_ms``, ``timeout``, ``stop_grace``,
+        ``zombie_share``, ...).
+
+        When the worker turns unhealthy (zombie slots reached ``zombie_share`` of its slots, see
+        :mod:`tenure.worker_health`) it is stopped the same way and this raises
+        :class:`tenure.errors.WorkerUnhealthy` (TN2090): the process should be replaced
+        (``tenure worker`` exits with status 75 for it)."""
         worker = self.create_worker(concurrency=concurrency, queues=queues, max_jobs=max_jobs, **options)
         stop = stop_event or threading.Event()
+        unhealthy = None
         signals = [0]
 
         def on_signal(signum: int, _frame: Any) -> None:
@@ -263,11 +270,18 @@ class App:
                     if worker.exhausted.is_set():
                         log.info("tenure worker: %d jobs settled (max_jobs), stopping", max_jobs)
                         break
+                    health = worker.health()
+                    if not health.healthy:
+                        unhealthy = health.error()
+                        log.error("tenure worker unhealthy, stopping: %s", unhealthy)
+                        break
             finally:
                 result = worker.stop()
             stats = worker.stats()
             log.info("tenure worker stopped: drained=%s in_flight=%d completed=%d failed=%d",
                      result.drained, result.in_flight, stats["completions"], stats["failures"])
+            if unhealthy is not None:
+                raise unhealthy
             return (stats["completions"] + stats["failures"] + stats["lost_settlements"]
                     + stats["cancellations"])
         finally:

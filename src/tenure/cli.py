@@ -385,13 +385,25 @@ def _instrument(app: Any, registry_box: list) -> None:
 @click.option("--metrics-port", default=None, type=click.IntRange(min=0, max=65535),
               help="Serve Prometheus /metrics on this port.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port.")
+@click.option("--zombie-share", default=0.5, show_default=True, type=click.FloatRange(min=0, max=1, min_open=True),
+              help="Exit with status 75 (to be replaced) once handlers that outlived their timeout or "
+                   "cancellation hold this share of the slots.")
+@click.option("--stop-grace", default=None, type=click.FloatRange(min=0),
+              help="Seconds handlers get to wind up on a stop, and after a timeout or cancellation before "
+                   "they count as zombie slots (default 5).")
 def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None, processes: int,
-           max_jobs_per_process: int | None, metrics_port: int | None, metrics_host: str) -> None:
+           max_jobs_per_process: int | None, metrics_port: int | None, metrics_host: str,
+           zombie_share: float, stop_grace: float | None) -> None:
     """Run a worker over an App's tasks: tenure worker myproject.tasks:app.
 
     With --processes N (or --max-jobs-per-process) the worker runs as N child processes under a
-    supervisor that restarts any that die and forwards SIGINT/SIGTERM.
+    supervisor that restarts any that die and forwards SIGINT/SIGTERM. A worker whose slots are
+    held by zombie handlers (--zombie-share) exits with status 75; under the supervisor it is
+    replaced.
     """
+    health = {"zombie_share": zombie_share}
+    if stop_grace is not None:
+        health["stop_grace"] = stop_grace
     queue_list = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
     if url:
         _remember_secret(url)
@@ -413,7 +425,7 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
             server = serve(registry, metrics_port, metrics_host)
         try:
             rc = run_supervisor(app_spec, processes=processes, max_jobs_per_process=max_jobs_per_process,
-                                concurrency=concurrency, queues=queue_list, url=url)
+                                concurrency=concurrency, queues=queue_list, url=url, worker_options=health)
         finally:
             if server is not None:
                 server.shutdown()
@@ -434,8 +446,14 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
         _instrument(app, box)
         server = serve(box[0], metrics_port, metrics_host)
         logging.getLogger("tenure").info("metrics on http://%s:%d/metrics", metrics_host, metrics_port)
+    from .errors import WorkerUnhealthy
+    from .worker_health import EXIT_UNHEALTHY
+
     try:
-        app.run_worker(concurrency=concurrency, queues=queue_list)
+        app.run_worker(concurrency=concurrency, queues=queue_list, **health)
+    except WorkerUnhealthy as exc:
+        click.echo(f"tenure worker: {exc}; exiting with status {EXIT_UNHEALTHY} to be replaced", err=True)
+        sys.exit(EXIT_UNHEALTHY)
     finally:
         if server is not None:
             server.shutdown()

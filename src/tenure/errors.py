@@ -43,6 +43,7 @@ __all__ = [
     "JobDead",
     "JobCancelled",
     "ResultTimeout",
+    "WorkerUnhealthy",
     "FENCE_CODES",
     "ERROR_TABLE",
 ]
@@ -275,6 +276,17 @@ class ResultTimeout(TenureError, TimeoutError):
     code = "TN2082"
 
 
+# --- worker liveness ---------------------------------------------------------------------------
+
+
+class WorkerUnhealthy(TenureError):
+    """A worker whose zombie slots (handlers still running past their timeout or cancellation)
+    reached its ``zombie_share`` of the slots: ``App.run_worker`` stops it and raises this, and
+    ``tenure worker`` exits with status 75 so a supervisor replaces the process."""
+
+    code = "TN2090"
+
+
 FENCE_CODES = frozenset({LeaseNotHeld.code, LeaseSuperseded.code, LeaseExpired.code})
 
 ERROR_TABLE: dict[str, type[TenureError]] = {
@@ -285,6 +297,6 @@ ERROR_TABLE: dict[str, type[TenureError]] = {
         StorageError, ReadOnlyStore, StoreBusy, StorageFull, StoreUnavailable, StoreLimitExceeded,
         StoreCorrupt, SchemaTooNew, InvalidURL,
         PageCancelled, DeadlineExceeded, QueueNotFound, QueueNotEmpty, InvalidSchedule, JobDead,
-        JobCancelled, ResultTimeout,
+        JobCancelled, ResultTimeout, WorkerUnhealthy,
     ]
 }

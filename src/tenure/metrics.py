@@ -10,7 +10,9 @@ the global one, so two dashboards or a test suite never collide):
   ``tenure_worker_claims_total``, ``..._completions_total``, ``..._failures_total``,
   ``..._lost_settlements_total``, ``..._renewals_total``, ``..._cancellations_total``,
   ``..._timeouts_total``, ``..._claim_errors_total``, ``..._renewal_errors_total``,
-  ``..._settle_errors_total`` and the gauge ``tenure_worker_in_flight``.
+  ``..._settle_errors_total`` and the gauges ``tenure_worker_in_flight``, ``tenure_worker_zombies``
+  (handlers still running past their timeout or cancellation) and ``tenure_worker_healthy`` (0
+  when any of them is unhealthy, see :mod:`tenure.worker_health`).
 - :class:`JobMetrics` — ``tenure_job_duration_seconds{kind,outcome}``, a histogram fed by wrapping
   handlers (:meth:`JobMetrics.wrap`): outcome ``ok`` when the handler returned, ``error`` when it
   raised. (The worker's ``on_outcome`` event carries no duration, hence the wrapper.)
@@ -111,12 +113,15 @@ class WorkerCollector(Collector):
 
     def collect(self) -> Iterable[Any]:
         totals = dict.fromkeys(WORKER_COUNTERS, 0)
-        in_flight = 0
+        in_flight = zombies = 0
+        healthy = True
         for w in list(self.workers()):
             stats = w.stats()
             for key in totals:
                 totals[key] += int(stats.get(key, 0))
             in_flight += int(stats.get("in_flight", 0))
+            zombies += int(stats.get("zombies", 0))
+            healthy = healthy and bool(stats.get("healthy", True))
         for key, (name, doc) in WORKER_COUNTERS.items():
             fam = CounterMetricFamily(name, doc)
             fam.add_metric([], totals[key])
@@ -124,6 +129,14 @@ class WorkerCollector(Collector):
         g = GaugeMetricFamily("tenure_worker_in_flight", "Attempts running now in this process.")
         g.add_metric([], in_flight)
         yield g
+        z = GaugeMetricFamily("tenure_worker_zombies",
+                              "Slots held by handlers still running past their timeout or cancellation.")
+        z.add_metric([], zombies)
+        yield z
+        h = GaugeMetricFamily("tenure_worker_healthy",
+                              "1 while every worker of this process keeps its zombie slots below its zombie_share.")
+        h.add_metric([], 1 if healthy else 0)
+        yield h
 
 
 def _tracer() -> Any:

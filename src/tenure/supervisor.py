@@ -12,7 +12,10 @@ over one :class:`tenure.App`, each a plain ``App.run_worker`` in its own interpr
 - **forwards** SIGTERM/SIGINT to every child: the first signal is a graceful stop (each child
   cancels its handlers and gives them its ``stop_grace``), a second one stops them at once;
 - gives up (exit status :data:`EX_CONFIG`) when a child cannot load the app at all, instead of
-  restarting it forever.
+  restarting it forever;
+- **replaces** a child that reports itself unhealthy: a child whose slots are held by zombie
+  handlers (``--zombie-share``, :mod:`tenure.worker_health`) stops and exits with status
+  :data:`EX_UNHEALTHY` (75), and is restarted like a crashed one.
 
 Children run in their own process group, so a terminal's Ctrl-C reaches only the supervisor (which
 forwards it once), and each child stops by itself if the supervisor disappears (``kill -9`` of the
@@ -33,12 +36,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .worker_health import EXIT_UNHEALTHY
+
 log = logging.getLogger("tenure.supervisor")
 
 #: A child exits with this status when it cannot load the app (``sysexits.h`` EX_CONFIG).
 EX_CONFIG = 78
 #: Exit status after a second signal (stop at once), like a shell's for SIGINT.
 EX_IMMEDIATE = 130
+#: A child exits with this status when zombie slots made it unhealthy (``sysexits.h`` EX_TEMPFAIL).
+EX_UNHEALTHY = EXIT_UNHEALTHY
 #: A child that lived at least this long (seconds) before dying is restarted at once; children
 #: that die younger are restarted after a backoff doubling from RESTART_BACKOFF_MIN.
 HEALTHY_AFTER = 5.0
@@ -75,7 +82,8 @@ class Supervisor:
     def __init__(self, app_spec: str, *, processes: int, max_jobs_per_process: int | None = None,
                  concurrency: int = 1, queues: list[str] | None = None, url: str | None = None,
                  python: str | None = None, install_signals: bool = True,
-                 stop_event: threading.Event | None = None) -> None:
+                 stop_event: threading.Event | None = None,
+                 worker_options: dict[str, float] | None = None) -> None:
         if not isinstance(app_spec, str) or ":" not in app_spec:
             raise ValueError(f"app_spec must be module:attribute (e.g. myproject.tasks:app), got {app_spec!r}")
         for name, value in (("processes", processes), ("concurrency", concurrency)):
@@ -93,6 +101,11 @@ class Supervisor:
         self.url = url
         self.python = python or sys.executable
         self.install_signals = install_signals
+        unknown = set(worker_options or {}) - {"zombie_share", "stop_grace"}
+        if unknown:
+            raise ValueError(f"unknown worker_options: {', '.join(sorted(unknown))}")
+        #: Passed to each child's worker (``zombie_share``, ``stop_grace``).
+        self.worker_options = dict(worker_options or {})
         self._external = stop_event or threading.Event()
         self._wakeup = threading.Event()
         self._children = [_Child(slot) for slot in range(processes)]
@@ -111,6 +124,8 @@ class Supervisor:
             cmd += ["--max-jobs", str(self.max_jobs_per_process)]
         if self.queues:
             cmd += ["--queues", ",".join(self.queues)]
+        for name, value in sorted(self.worker_options.items()):
+            cmd += [f"--{name.replace('_', '-')}", repr(float(value))]
         if self.url:
             cmd.append("--url-from-env")  # never in argv: ps would show a password
         return cmd
@@ -156,6 +171,8 @@ class Supervisor:
             child.restart_at = now
             return
         how = f"killed by {_signal_name(-rc)}" if rc < 0 else f"exited with status {rc}"
+        if rc == EX_UNHEALTHY:
+            how += " (unhealthy: zombie slots)"
         if lived >= HEALTHY_AFTER:
             child.failures = 0
         child.failures += 1
@@ -239,13 +256,14 @@ def run_supervisor(app_spec: str, *, processes: int, max_jobs_per_process: int |
     block until they are stopped; answers the exit status for the command line.
 
     Each child runs ``App.run_worker(concurrency=concurrency, queues=queues,
-    max_jobs=max_jobs_per_process)`` on the store at ``url`` (None: the app's own URL, else
-    ``$TENURE_URL``). A child that dies is restarted (with a capped backoff while children keep
+    max_jobs=max_jobs_per_process, **worker_options)`` on the store at ``url`` (None: the app's
+    own URL, else ``$TENURE_URL``); a child that turns unhealthy exits with status 75 and is
+    replaced. A child that dies is restarted (with a capped backoff while children keep
     dying young); one that settled ``max_jobs_per_process`` jobs is replaced by a fresh one. The
     first SIGTERM/SIGINT is forwarded to every child as a graceful stop; a second one stops them at
     once. Answers 0 after a graceful stop, 130 after a second signal, 78 when the children cannot
     load the app. Other keywords go to :class:`Supervisor` (``python``, ``install_signals``,
-    ``stop_event``)."""
+    ``stop_event``, ``worker_options``)."""
     return Supervisor(app_spec, processes=processes, max_jobs_per_process=max_jobs_per_process,
                       concurrency=concurrency, queues=queues, url=url, **options).run()
 
@@ -284,7 +302,16 @@ def _child_main(args: argparse.Namespace) -> int:
     threading.Thread(target=_watch_parent, args=(os.getppid(), stop), name="tenure-parent-watch",
                      daemon=True).start()
     queues = [q for q in args.queues.split(",") if q] if args.queues else None
-    app.run_worker(concurrency=args.concurrency, queues=queues, max_jobs=args.max_jobs, stop_event=stop)
+    options = {k: val for k, val in (("zombie_share", args.zombie_share), ("stop_grace", args.stop_grace))
+               if val is not None}
+    from .errors import WorkerUnhealthy
+
+    try:
+        app.run_worker(concurrency=args.concurrency, queues=queues, max_jobs=args.max_jobs, stop_event=stop,
+                       **options)
+    except WorkerUnhealthy as exc:
+        log.error("tenure worker: %s; exiting with status %d to be replaced", exc, EX_UNHEALTHY)
+        return EX_UNHEALTHY
     return 0
 
 
@@ -300,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queues", default=None)
     p.add_argument("--url", default=None)
     p.add_argument("--url-from-env", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--zombie-share", type=float, default=None)
+    p.add_argument("--stop-grace", type=float, default=None)
     args = p.parse_args(argv)
     logging.basicConfig(level=os.environ.get("TENURE_LOG_LEVEL", "INFO"), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
@@ -308,8 +337,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.app:
         p.error("APP (module:attribute) is required")
     queues = [q for q in args.queues.split(",") if q] if args.queues else None
+    options = {k: val for k, val in (("zombie_share", args.zombie_share), ("stop_grace", args.stop_grace))
+               if val is not None}
     return run_supervisor(args.app, processes=args.processes, max_jobs_per_process=args.max_jobs,
-                          concurrency=args.concurrency, queues=queues, url=args.url)
+                          concurrency=args.concurrency, queues=queues, url=args.url, worker_options=options)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,15 @@ from .errors import (
 from .jobs import DEFAULT_LEASE_MS
 from .records import Claim, Job, Lease
 from .tracing import run_span
+from .worker_health import (
+    DEFAULT_ZOMBIE_SHARE,
+    Health,
+    assess,
+    check_grace,
+    check_share,
+    count_zombies,
+    zombie_limit,
+)
 
 if TYPE_CHECKING:
     from .store import Store
@@ -133,14 +142,17 @@ class _Flag:
 
 class CancelEvent:
     """The attempt's cancellation: ``is_set()``, ``wait(timeout)``, and ``reason`` — a fence
-    refusal (``.code`` TN2065/2066/2067), :data:`SHUTDOWN`, or a :class:`TimeoutReason`."""
+    refusal (``.code`` TN2065/2066/2067), :data:`SHUTDOWN`, or a :class:`TimeoutReason`; ``at``
+    is when it was set (``time.monotonic()``; None while clear), which tells a zombie slot
+    (:mod:`tenure.worker_health`)."""
 
-    __slots__ = ("_flag", "reason", "_callbacks")
+    __slots__ = ("_flag", "reason", "_callbacks", "at")
 
     def __init__(self) -> None:
         self._flag = _Flag()
         self.reason: Any = None
         self._callbacks: list[Callable[[], None]] | None = None
+        self.at: float | None = None
 
     def is_set(self) -> bool:
         return self._flag._set
@@ -164,6 +176,7 @@ class CancelEvent:
             if flag._set:
                 return False
             self.reason = reason
+            self.at = time.monotonic()
             flag._set = True
             event = flag._event
         if event is not None:
@@ -355,6 +368,10 @@ class Worker:
       and set :attr:`exhausted` once they have all settled; a host (``App.run_worker``, the
       supervisor) then stops the worker and, for a recycled process, starts a fresh one.
     - ``maintenance`` (True): share the store's maintenance service (cron, sweeps, heartbeats).
+    - ``zombie_share`` (0.5) and ``zombie_grace`` (None: ``stop_grace``): a handler still running
+      ``zombie_grace`` seconds after it was asked to stop (timeout, lost lease, operator cancel)
+      is a zombie slot; when zombies reach ``zombie_share`` of the slots the worker is unhealthy
+      (:meth:`health`, ``stats()``, the heartbeat, ``/metrics``; see :mod:`tenure.worker_health`).
     """
 
     def __init__(self, store: Store, handlers: dict[str, Callable[..., Any]], *, concurrency: int = 1,
@@ -363,7 +380,8 @@ class Worker:
                  backoff_base: float = 1.0, backoff_cap: float = 60.0, stop_grace: float = 5.0,
                  queues: str | list[str] | None = None, timeout: float | None = None,
                  claim_batch: int = MAX_CLAIM_BATCH, watch: bool = True, maintenance: bool = True,
-                 max_jobs: int | None = None) -> None:
+                 max_jobs: int | None = None, zombie_share: float = DEFAULT_ZOMBIE_SHARE,
+                 zombie_grace: float | None = None) -> None:
         if not isinstance(handlers, dict) or not handlers:
             raise InvalidType("handlers must be a non-empty dict of {kind: callable}")
         for kind, fn in handlers.items():
@@ -374,6 +392,8 @@ class Worker:
         v.lease_ms(lease_ms)
         v.positive_int(claim_batch, "claim_batch", maximum=10_000)
         v.positive_int(max_jobs, "max_jobs", allow_none=True)
+        zombie_share = check_share(zombie_share)
+        zombie_grace = check_grace(zombie_grace)
         for name, val in (("poll_interval", poll_interval), ("backoff_base", backoff_base),
                           ("backoff_cap", backoff_cap), ("stop_grace", stop_grace)):
             v.seconds_setting(val, name)  # finite, >= 0, at most ten years (one verdict per input)
@@ -403,6 +423,8 @@ class Worker:
         self.watch = watch
         self.maintenance = maintenance
         self.max_jobs = max_jobs
+        self.zombie_share = zombie_share
+        self.zombie_grace = self.stop_grace if zombie_grace is None else zombie_grace
         #: Set once ``max_jobs`` attempts have settled (never set without ``max_jobs``).
         self.exhausted = threading.Event()
         self._maintainer = None
@@ -579,11 +601,22 @@ class Worker:
     def stats(self) -> dict[str, int]:
         """Counters since construction, plus the current ``in_flight``: ``claims``,
         ``completions``, ``failures``, ``lost_settlements``, ``cancellations``, ``renewals``,
-        ``renewal_errors``, ``wakes``, ``polls``, ``claim_errors``, ``settle_errors``, ``timeouts``."""
+        ``renewal_errors``, ``wakes``, ``polls``, ``claim_errors``, ``settle_errors``, ``timeouts``;
+        and the current ``zombies`` and ``healthy`` (a bool) of :meth:`health`."""
         with self._lock:
             out = dict(self._stats)
             out["in_flight"] = len(self._attempts)
+            attempts = list(self._attempts.values())
+        health = Health(count_zombies(attempts, self.zombie_grace),
+                        zombie_limit(self.concurrency, self.zombie_share), self.concurrency)
+        out["zombies"] = health.zombies
+        out["healthy"] = health.healthy
         return out
+
+    def health(self) -> Health:
+        """Zombie slots now and whether they stay below ``zombie_share`` of the slots (see
+        :mod:`tenure.worker_health`); ``health().error()`` is the coded error for an unhealthy one."""
+        return assess(self)
 
     def leases(self) -> list[Lease]:
         """The leases this worker holds right now, one per in-flight attempt."""

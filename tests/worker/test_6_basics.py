@@ -332,7 +332,8 @@ def test_6_20_stats_report_every_counter(any_store, make_worker):
     renewals, lost settlements, cancellations, in-flight and claim_errors, matching the run."""
     w = make_worker(any_store, {"ok": lambda p, ctx: 1, "bad": lambda p, ctx: 1 / 0}, poll_interval=0.02,
                     concurrency=2)
-    assert STATS_KEYS <= set(w.stats()) and set(w.stats().values()) == {0}
+    assert STATS_KEYS <= set(w.stats()) and w.stats()["healthy"] is True
+    assert {val for key, val in w.stats().items() if key != "healthy"} == {0}
     w.start()
     any_store.jobs.enqueue_many([{"kind": "ok"}] * 3 + [{"kind": "bad", "max_attempts": 1}] * 2)
     wait_for(lambda: w.stats()["completions"] + w.stats()["failures"] == 5, what="five settlements")

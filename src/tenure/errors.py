@@ -148,8 +148,10 @@ class OperationWithdrawn(TenureError):
 
 
 class HandlersLeftRunning(TenureError):
-    """``store.close(grace)`` closed the store but handlers were still running (seed JD2062).
-    Raised after the close has happened: a report, not a refusal."""
+    """``store.close(grace)`` closed the store but handlers were still running (seed JD2062), or
+    ``jobs.cancel(id, lease)`` cancelled the job but its local attempt did not wind up within the
+    worker's ``stop_grace``. Raised after the close or the cancel has happened: a report, not a
+    refusal."""
 
     code = "TN2062"
 

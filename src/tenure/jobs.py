@@ -17,6 +17,7 @@ from . import _validate as v
 from .engine.base import TOKEN_INDEX, JobRow, NewJob, Session, Settle
 from .errors import (
     DeadlineExceeded,
+    HandlersLeftRunning,
     InvalidArgument,
     InvalidType,
     LeaseExpired,
@@ -497,8 +498,10 @@ class Jobs(_JobsBase):
     def cancel(self, job_id: str, lease: Lease | None = None) -> bool:
         """Cancel a job. A queued one (pending, failed, or leased with an expired lease) needs no
         lease; a claimed one needs its CURRENT lease, and the local attempt holding it is told
-        (``ctx.cancelled``) and waited for up to its worker's stop grace. True when this call
-        cancelled it, False when it already was cancelled."""
+        (``ctx.cancelled``) and waited for up to its worker's ``stop_grace``. True when this call
+        cancelled it (and any local attempt wound up), False when it already was cancelled.
+        :class:`HandlersLeftRunning` (TN2062) when the job IS cancelled but the local attempt was
+        still running after the grace: a report, not a refusal (docs/spec.md D5)."""
         v.job_id(job_id)
         if lease is not None:
             lease = _check_lease(lease, "cancel", ())
@@ -523,7 +526,13 @@ class Jobs(_JobsBase):
                 raise refusal(current, lease, store._now_or(s, now), "cancel") or LeaseNotHeld(
                     f"cannot cancel job {job_id!r}: the attempt already settled it")
         token = lease.token if lease is not None else None
-        store._cancel_local(job_id, token)
+        running = store._cancel_local(job_id, token)
+        if running:
+            grace = max(a.worker.stop_grace for a in running)
+            raise HandlersLeftRunning(
+                f"job {job_id!r} is cancelled, but its attempt in this process did not wind up within "
+                f"the worker's stop_grace ({grace:g} s): its handler is still running (it can no longer "
+                "settle the job)", job_id=job_id, in_flight=len(running))
         return True
 
     def requeue(self, job_id: str) -> bool:

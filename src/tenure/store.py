@@ -219,12 +219,14 @@ class Store:
             except Exception:  # noqa: BLE001 - a wake hook never breaks an enqueue
                 pass
 
-    def _cancel_local(self, job_id: str, token: str | None) -> None:
+    def _cancel_local(self, job_id: str, token: str | None) -> list[Any]:
+        """Tell this process's attempts of ``job_id`` (the one holding ``token``, its first or its
+        current lease's) that an operator cancelled the job, and wait for each at most its
+        worker's ``stop_grace``. Answers the attempts that did not wind up (spec D5)."""
         with self._attempts_lock:
-            attempts = [a for a in self._attempts.values()
-                        if a.lease.job_id == job_id and (token is None or a.token == token)]
-        for attempt in attempts:
-            attempt.cancel_by_operator()
+            attempts = [a for a in self._attempts.values() if a.lease.job_id == job_id
+                        and (token is None or a.token == token or a.lease.token == token)]
+        return [a for a in attempts if not a.cancel_by_operator()]
 
     # -- background services shared by this store's workers ---------------------------------------
     def _maintenance(self):

@@ -252,11 +252,12 @@ class Attempt:
             if task is not None and loop is not None and reason is SHUTDOWN:
                 loop.call_soon_threadsafe(task.cancel)
 
-    def cancel_by_operator(self) -> None:
-        """``jobs.cancel`` reached this attempt: the row is already cancelled; wind up."""
+    def cancel_by_operator(self) -> bool:
+        """``jobs.cancel`` reached this attempt: the row is already cancelled; wind up. Waits at
+        most the worker's ``stop_grace`` and answers whether the attempt wound up (spec D5)."""
         self.operator_cancelled = True
         self.cancel(LeaseNotHeld(f"job {self.job.id!r} was cancelled by an operator", job_id=self.job.id))
-        self.finished.wait(self.worker.stop_grace)
+        return self.finished.wait(self.worker.stop_grace)
 
 
 class JobContext:

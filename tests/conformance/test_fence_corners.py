@@ -12,12 +12,14 @@ after 50 ms with StoreBusy (TN0003).
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 
 import pytest
 from _support import claim1, refused
 
 import tenure
-from tenure.errors import LeaseSuperseded
+from tenure.errors import HandlersLeftRunning, LeaseSuperseded
 
 # -- 2.13 / 7.4: a checkpoint save is fenced on the generation too ----------------------------------
 
@@ -118,3 +120,95 @@ def test_3_14_same_lease_twice_after_expiry_both_refused_alike(jobs, clock):
     answers = jobs.fail_many([(lease, "a"), (lease, "b")])
     assert [getattr(a, "code", None) for a in answers] == ["TN2067", "TN2067"]
     assert jobs.get(job_id) == before
+
+
+# -- decision 5: cancel(id, lease) says whether the attempt wound up --------------------------------
+
+
+def _wait_for(predicate, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out waiting for the condition")
+        time.sleep(0.002)
+
+
+class _Outcomes(list):
+    def __call__(self, event: dict) -> None:
+        self.append(dict(event))
+
+
+@pytest.mark.parametrize("handler_style", ["winds-up", "ignores-the-event"])
+def test_d5_cancel_reports_whether_the_attempt_wound_up(jobs, handler_style):
+    """Decision 5 (spec D5): cancel(id, lease) waits for the local attempt at most the worker's
+    stop_grace. The row is cancelled either way; the call answers True when the attempt wound up,
+    and raises HandlersLeftRunning (TN2062) when it was still running after the grace (it used to
+    answer True then too). The late handler writes nothing and its outcome is 'cancelled'."""
+    started, release, reasons, outcomes = threading.Event(), threading.Event(), [], _Outcomes()
+
+    def handler(payload, ctx):
+        started.set()
+        if handler_style == "winds-up":
+            ctx.cancelled.wait(10)
+        else:
+            release.wait(10)  # hostile: ignores ctx.cancelled
+        reasons.append(ctx.cancelled.reason)
+        return "ignored"
+
+    job_id = jobs.enqueue("k")
+    worker = jobs.create_worker({"k": handler}, stop_grace=0.2, on_outcome=outcomes, maintenance=False)
+    worker.start()
+    try:
+        assert started.wait(10)
+        (lease,) = worker.leases()
+        if handler_style == "winds-up":
+            assert jobs.cancel(job_id, lease=lease) is True
+            assert len(reasons) == 1
+        else:
+            t0 = time.monotonic()
+            with refused("TN2062") as ei:
+                jobs.cancel(job_id, lease=lease)
+            assert isinstance(ei.value, HandlersLeftRunning)
+            assert 0.15 <= time.monotonic() - t0 < 5
+            assert job_id in str(ei.value) and "stop_grace" in str(ei.value)
+            assert reasons == []  # it really was still running
+            assert jobs.get(job_id).state == "cancelled"  # the row is settled either way
+            release.set()
+        _wait_for(lambda: len(outcomes) == 1)
+    finally:
+        release.set()
+        worker.stop()
+    assert reasons[0].code == "TN2065"
+    assert (outcomes[0]["outcome"], outcomes[0]["code"]) == ("cancelled", "TN2065")
+    job = jobs.get(job_id)
+    assert (job.state, job.result) == ("cancelled", None)
+    assert worker.stats()["cancellations"] == 1
+    assert jobs.cancel(job_id) is False
+
+
+def test_d5_cancel_with_the_current_lease_after_a_renewal_reaches_the_attempt(jobs):
+    """Spec 10.9 with 3.15: after a renewal, the attempt's CURRENT lease (what leases() and
+    ctx.lease show) cancels it, and the local attempt is told and waited for: its reason is set
+    before cancel() returns True (it used to look the attempt up by its first token only, so the
+    handler was never told)."""
+    started, reasons = threading.Event(), []
+
+    def handler(payload, ctx):
+        started.set()
+        ctx.cancelled.wait(10)
+        reasons.append(ctx.cancelled.reason)
+
+    job_id = jobs.enqueue("k")
+    worker = jobs.create_worker({"k": handler}, lease_ms=150, maintenance=False)
+    worker.start()
+    try:
+        assert started.wait(10)
+        first = worker.leases()[0]
+        _wait_for(lambda: worker.stats()["renewals"] >= 1)
+        (current,) = worker.leases()
+        assert current.token != first.token
+        assert jobs.cancel(job_id, lease=current) is True
+        assert len(reasons) == 1 and reasons[0].code == "TN2065"
+    finally:
+        worker.stop()
+    assert jobs.get(job_id).state == "cancelled"

@@ -56,6 +56,60 @@ def _bad(message: str, problem: str, **details: Any) -> InvalidArgument:
     return InvalidArgument(message, problem=problem, **details)
 
 
+def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A JSON object's pairs as a dict; a key given twice is refused, not silently overwritten
+    (a second ``needs`` would drop the first one's dependencies)."""
+    out: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _bad(f"the workflow document gives the key {key!r} twice in one object", "duplicate_key",
+                       key=key)
+        out[key] = value
+    return out
+
+
+def _load_json(text: str | bytes) -> Any:
+    """JSON text -> value; every failure is :class:`InvalidArgument` (TN1001), never a raw error."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise _bad("the workflow document is nested too deeply to read", "bad_document") from None
+    except UnicodeDecodeError as exc:
+        raise _bad(f"the workflow document is not UTF-8 text: {exc.reason}", "bad_document") from None
+    except ValueError as exc:
+        if isinstance(exc, InvalidArgument):
+            raise
+        raise _bad(f"the workflow document is not valid JSON: {exc}", "bad_document") from None
+
+
+def _load_yaml(yaml: Any, text: str) -> Any:
+    """YAML text -> value with PyYAML's safe loader; a duplicate key, a syntax error or absurd
+    nesting is :class:`InvalidArgument` (TN1001) naming the problem."""
+
+    class _UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    duplicate = key in seen
+                except TypeError:  # an unhashable key: the base constructor words the error
+                    break
+                if duplicate:
+                    raise _bad(f"the workflow document gives the key {key!r} twice in one mapping "
+                               f"(line {key_node.start_mark.line + 1})", "duplicate_key", key=key)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise _bad("the workflow document is nested too deeply to read", "bad_document") from None
+    except yaml.YAMLError as exc:
+        raise _bad(f"the workflow document is not valid YAML: {' '.join(str(exc).split())}",
+                   "bad_document") from None
+
+
 class Flow:
     """A workflow: a DAG of nodes run as one job of kind :attr:`name`.
 
@@ -251,10 +305,7 @@ class Flow:
         """Load and validate a flow from a document: a dict, or JSON text. ``registry`` becomes
         the flow's own registry (tasks may also come from the runner's)."""
         if isinstance(document, str | bytes):
-            try:
-                document = json.loads(document)
-            except ValueError as exc:
-                raise _bad(f"the workflow document is not valid JSON: {exc}", "bad_document") from None
+            document = _load_json(document)
         if not isinstance(document, Mapping):
             raise InvalidType(f"a workflow document must be a JSON object, got {type(document).__name__}")
         extra = set(document) - _DOC_KEYS
@@ -302,7 +353,7 @@ class Flow:
         except ImportError:
             raise InvalidArgument("loading a YAML workflow document needs PyYAML (pip install pyyaml); "
                                   "or pass the parsed dict to Flow.from_document", problem="bad_document") from None
-        return cls.from_document(yaml.safe_load(text), registry=registry)
+        return cls.from_document(_load_yaml(yaml, text), registry=registry)
 
     def to_document(self) -> dict[str, Any]:
         """The flow as a JSON document that :meth:`from_document` loads back."""

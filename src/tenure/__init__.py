@@ -7,12 +7,13 @@ same API and the same guarantees.
 from __future__ import annotations
 
 from .errors import TenureError
+from .handler_control import Discard, Retry, Snooze
 from .records import STATES, Checkpoint, Claim, Job, Lease, Page, SweepResult
 from .store import Store, connect
 
 __all__ = [
-    "STATES", "Checkpoint", "Claim", "Job", "Lease", "Page", "Store", "SweepResult", "TenureError",
-    "connect", "App",
+    "STATES", "Checkpoint", "Claim", "Discard", "Job", "Lease", "Page", "Retry", "Snooze", "Store",
+    "SweepResult", "TenureError", "connect", "App",
 ]
 __version__ = "0.1.0"
 

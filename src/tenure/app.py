@@ -29,6 +29,7 @@ from typing import Any
 
 from . import _validate as v
 from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultTimeout
+from .handler_control import apply_task_policy, exception_classes
 from .records import Job
 from .store import Store, connect
 
@@ -80,11 +81,16 @@ class Handle:
 class Task:
     """A function registered as a job kind."""
 
-    def __init__(self, app: App, fn: Callable[..., Any], name: str, options: dict[str, Any]) -> None:
+    def __init__(self, app: App, fn: Callable[..., Any], name: str, options: dict[str, Any],
+                 retry_on: Any = None, discard_on: Any = None) -> None:
         self.app = app
         self.fn = fn
         self.name = name
         self.options = options
+        #: Exception classes retried (any other makes the job dead at once); empty: all retried.
+        self.retry_on = exception_classes(retry_on, "retry_on")
+        #: Exception classes that make the job dead at once (no retries).
+        self.discard_on = exception_classes(discard_on, "discard_on")
         self.wants_ctx = "ctx" in inspect.signature(fn).parameters
         self.is_async = inspect.iscoroutinefunction(fn)
         functools.update_wrapper(self, fn)
@@ -98,7 +104,7 @@ class Task:
         unknown = set(options) - _ENQUEUE_OPTIONS
         if unknown:
             raise InvalidArgument(f"unknown enqueue options: {', '.join(sorted(unknown))}")
-        clone = Task(self.app, self.fn, self.name, {**self.options, **options})
+        clone = Task(self.app, self.fn, self.name, {**self.options, **options}, self.retry_on, self.discard_on)
         return clone
 
     def enqueue(self, *args: Any, **kwargs: Any) -> Handle:
@@ -116,6 +122,8 @@ class Task:
     def handler(self) -> Callable[..., Any]:
         """The ``(payload, ctx)`` handler a worker runs for this task."""
         fn, wants_ctx = self.fn, self.wants_ctx
+        retry_on, discard_on = self.retry_on, self.discard_on
+        policy = bool(retry_on or discard_on)
 
         def split(payload: Any, ctx: Any) -> tuple[list, dict]:
             if not isinstance(payload, dict):
@@ -128,13 +136,29 @@ class Task:
         if self.is_async:
             async def run_async(payload: Any, ctx: Any) -> Any:
                 args, kwargs = split(payload, ctx)
-                return await fn(*args, **kwargs)
+                if not policy:
+                    return await fn(*args, **kwargs)
+                try:
+                    return await fn(*args, **kwargs)
+                except Exception as exc:
+                    ruled = apply_task_policy(exc, retry_on, discard_on)
+                    if ruled is exc:
+                        raise
+                    raise ruled from exc
 
             return run_async
 
         def run(payload: Any, ctx: Any) -> Any:
             args, kwargs = split(payload, ctx)
-            return fn(*args, **kwargs)
+            if not policy:
+                return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                ruled = apply_task_policy(exc, retry_on, discard_on)
+                if ruled is exc:
+                    raise
+                raise ruled from exc
 
         return run
 
@@ -155,8 +179,13 @@ class App:
             self._store = connect(self._url, **self._connect_options)
         return self._store
 
-    def task(self, fn: Callable[..., Any] | None = None, *, name: str | None = None, **options: Any):
-        """Register a function as a task (usable bare, ``@app.task``, or ``@app.task(queue=...)``)."""
+    def task(self, fn: Callable[..., Any] | None = None, *, name: str | None = None, retry_on: Any = None,
+             discard_on: Any = None, **options: Any):
+        """Register a function as a task (usable bare, ``@app.task``, or ``@app.task(queue=...)``).
+        ``retry_on`` / ``discard_on``: exception classes that are retried (any other is then dead
+        at once) / dead at once (:mod:`tenure.handler_control`); the rest are enqueue options."""
+        exception_classes(retry_on, "retry_on")
+        exception_classes(discard_on, "discard_on")
         unknown = set(options) - _ENQUEUE_OPTIONS
         if unknown:
             raise InvalidArgument(f"unknown task options: {', '.join(sorted(unknown))}")
@@ -170,7 +199,7 @@ class App:
             v.name(kind, "task name")
             if kind in self.tasks:
                 raise InvalidArgument(f"a task named {kind!r} is already registered")
-            t = Task(self, f, kind, options)
+            t = Task(self, f, kind, options, retry_on, discard_on)
             self.tasks[kind] = t
             return t
 

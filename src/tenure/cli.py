@@ -626,13 +626,22 @@ def jobs_show(job_id: str, url: str | None, as_json: bool) -> None:
               ("created", fmt_ms(job.created_at)), ("updated", fmt_ms(job.updated_at)),
               ("timeout", f"{job.timeout_ms} ms" if job.timeout_ms else ""),
               ("singleton key", job.singleton_key or ""), ("group key", job.group_key or ""),
-              ("dead letter of", job.origin_id or ""), ("last error", job.last_error or "")]
+              ("dead letter of", job.origin_id or ""), ("last error", job.last_error or ""),
+              ("cancel requested", fmt_ms(job.cancel_requested_at) if job.cancel_requested_at else "")]
     print_table(["field", "value"], fields)
     click.echo("payload:")
     click.echo(json.dumps(job.payload, indent=2, ensure_ascii=False))
     if job.result is not None:
         click.echo("result:")
         click.echo(json.dumps(job.result, indent=2, ensure_ascii=False))
+    if job.errors:
+        click.echo(f"error history ({len(job.errors)} failed attempt(s), oldest first):")
+        for e in job.errors:
+            took = f", {e['duration_ms']} ms" if e.get("duration_ms") is not None else ""
+            click.echo(f"- attempt {e.get('attempt')} at {fmt_ms(e.get('at'))} by {e.get('owner') or '?'}{took}: "
+                       f"{e.get('type') or 'error'}: {e.get('message')}")
+            for line in (e.get("traceback") or "").rstrip().splitlines():
+                click.echo(f"    {line}")
 
 
 @jobs.command("cancel")

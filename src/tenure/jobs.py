@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
+from .attempt_history import entry_json
 from .engine.base import TOKEN_INDEX, JobRow, NewJob, Session, Settle
 from .errors import (
     DeadlineExceeded,
@@ -28,6 +29,7 @@ from .errors import (
     ScopeSettled,
     TenureError,
 )
+from .handler_control import Discard, Retry
 from .records import Checkpoint, Claim, Job, Lease, Page, SweepResult
 from .tracing import enqueue_headers
 
@@ -47,10 +49,10 @@ _loads = json.loads
 
 def row_to_job(r: JobRow) -> Job:
     """The public record for an engine row: JSON decoded, token dropped."""
-    p, res, h = r[2], r[11], r[21]
+    p, res, h, e = r[2], r[11], r[21], r[22]
     return Job(r[0], r[1], None if p is None else _loads(p), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
                None if res is None else _loads(res), r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19],
-               r[20], None if h is None else _loads(h))
+               r[20], None if h is None else _loads(h), [] if e is None else _loads(e), r[23])
 
 
 def row_to_claim(r: JobRow) -> Claim:
@@ -416,7 +418,10 @@ class Jobs(_JobsBase):
              backoff_cap_ms: int | None = None, dead: bool = False) -> Job:
         """Record a failed attempt: ``failed`` with ``run_at = now + backoff`` while attempts
         remain, else ``dead`` (terminal; copied to the queue's dead-letter queue, if any). The
-        message is kept in ``last_error``. Answers the settled record."""
+        message is kept in ``last_error`` and, with the exception's class path and traceback, as
+        one more entry of ``Job.errors`` (:mod:`tenure.attempt_history`). A :class:`tenure.Retry`
+        error retries after its own delay; a :class:`tenure.Discard` is dead at once. Answers the
+        settled record."""
         lease = _check_lease(lease, "fail", extra)
         out = self.fail_many([(lease, error)], backoff_base_ms=backoff_base_ms,
                              backoff_cap_ms=backoff_cap_ms, dead=dead)[0]
@@ -426,21 +431,31 @@ class Jobs(_JobsBase):
 
     def fail_many(self, items: Sequence[tuple[Lease, Any]], *, backoff_base_ms: int | None = None,
                   backoff_cap_ms: int | None = None, dead: bool = False,
-                  cancel: threading.Event | None = None) -> list[Job | TenureError]:
+                  cancel: threading.Event | None = None,
+                  details: Sequence[dict[str, Any]] | None = None) -> list[Job | TenureError]:
         """Fenced failures in one transaction; answers, per item, the settled record or the
         refusal. The same lease twice in one batch: the first item's error stands, the later one
-        is answered as the first was (docs/spec.md D1)."""
+        is answered as the first was (docs/spec.md D1). ``details`` (one dict per item) are added
+        to each item's error-history entry."""
+        if details is not None:
+            items = [(lease, (error, d)) for (lease, error), d in zip(items, details, strict=True)]
         items, where = _first_of_each(items)
         store = self._store
         base = DEFAULT_BACKOFF_BASE_MS if backoff_base_ms is None else v.backoff_ms(backoff_base_ms, "backoff_base_ms")
         cap = DEFAULT_BACKOFF_CAP_MS if backoff_cap_ms is None else v.backoff_ms(backoff_cap_ms, "backoff_cap_ms")
         batch = []
-        for lease, error in items:
-            rand = store._random()
-            batch.append(Settle(lease.job_id, lease.token, error=v.error_message(error),
-                                delay_ms=backoff_ms(lease.attempt, rand, base, cap), dead=dead,
-                                generation=lease.generation, jitter=0.5 + rand / 2))
         now = store._now()
+        for lease, error in items:
+            detail: dict[str, Any] = {}
+            if details is not None:
+                error, detail = error
+            rand = store._random()
+            fixed = isinstance(error, Retry)
+            batch.append(Settle(lease.job_id, lease.token, error=v.error_message(error),
+                                delay_ms=error.delay_ms if fixed else backoff_ms(lease.attempt, rand, base, cap),
+                                dead=dead or isinstance(error, Discard), generation=lease.generation,
+                                jitter=0.5 + rand / 2, fixed_delay=fixed,
+                                entry=entry_json(error, lease, now, **detail)))
         with store._transaction_session(cancel) as s:
             rows = {r[0]: r for r in s.job_fail(batch, now)}
             dead_rows = [r for r in rows.values() if r[3] == "dead" and r[19]]
@@ -459,6 +474,25 @@ class Jobs(_JobsBase):
         if rows:
             store._wake_local()
         return _spread(out, where)
+
+    def snooze(self, lease: Lease, delay: Any = 0) -> Job:
+        """Put a claimed job back to ``pending`` at now + ``delay`` seconds WITHOUT using up a
+        retry: the claim counted the attempt, so ``max_attempts`` grows by one (as Oban's snooze).
+        Fenced like every settlement; answers the settled record. A handler raises
+        :class:`tenure.Snooze` instead."""
+        lease = _check_lease(lease, "snooze", ())
+        delay_ms = v.duration_ms(delay, "delay", seconds=True) or 0
+        store = self._store
+        with self._session() as s:
+            now = store._now()
+            row = s.job_snooze(lease.job_id, lease.token, delay_ms, now)
+            if row is None:
+                raise refusal(s.job_get(lease.job_id), lease, store._now_or(s, now), "snooze") or \
+                    LeaseNotHeld(f"cannot snooze job {lease.job_id!r}: the attempt already settled it",
+                                 job_id=lease.job_id)
+        if delay_ms == 0:
+            store._wake_local()
+        return row_to_job(row)
 
     # -- administration (root only, §10) ------------------------------------------------------
     def counts(self) -> dict[str, int]:

@@ -36,6 +36,13 @@ class Job:
     origin_id: str | None = None
     #: Propagation headers carried from the enqueue (e.g. the OpenTelemetry ``traceparent``).
     headers: dict[str, str] | None = None
+    #: The error history: one entry per failed attempt, oldest first, each a dict with
+    #: ``attempt``, ``at`` (epoch ms), ``type`` (the exception's class path), ``message``,
+    #: ``traceback`` (bounded) and ``owner``; at most :data:`tenure.attempt_history.MAX_ENTRIES`
+    #: (the first and the most recent). ``last_error`` still holds the last message.
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    #: When an operator asked to cancel the job while it ran (``jobs.request_cancel``), else None.
+    cancel_requested_at: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

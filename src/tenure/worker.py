@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
+from . import worker_log
 from .errors import (
     FENCE_CODES,
     InvalidType,
@@ -42,6 +43,7 @@ from .errors import (
     StoreClosed,
     TenureError,
 )
+from .handler_control import Snooze
 from .jobs import DEFAULT_LEASE_MS
 from .records import Claim, Job, Lease
 from .tracing import run_span
@@ -442,7 +444,7 @@ class Worker:
         self._settlers: list[threading.Thread] = []
         self._stats = dict.fromkeys(
             ("claims", "completions", "failures", "lost_settlements", "cancellations", "renewals",
-             "renewal_errors", "wakes", "polls", "claim_errors", "settle_errors", "timeouts"), 0)
+             "renewal_errors", "wakes", "polls", "claim_errors", "settle_errors", "timeouts", "snoozes"), 0)
         self._running = False
         self._threads: list[threading.Thread] = []
         self._watch_thread: threading.Thread | None = None
@@ -602,8 +604,8 @@ class Worker:
     def stats(self) -> dict[str, int]:
         """Counters since construction, plus the current ``in_flight``: ``claims``,
         ``completions``, ``failures``, ``lost_settlements``, ``cancellations``, ``renewals``,
-        ``renewal_errors``, ``wakes``, ``polls``, ``claim_errors``, ``settle_errors``, ``timeouts``;
-        and the current ``zombies`` and ``healthy`` (a bool) of :meth:`health`."""
+        ``renewal_errors``, ``wakes``, ``polls``, ``claim_errors``, ``settle_errors``, ``timeouts``,
+        ``snoozes``; and the current ``zombies`` and ``healthy`` (a bool) of :meth:`health`."""
         with self._lock:
             out = dict(self._stats)
             out["in_flight"] = len(self._attempts)
@@ -644,11 +646,12 @@ class Worker:
             return
         s = self._stats
         with self._lock:
-            settled = s["completions"] + s["failures"] + s["lost_settlements"] + s["cancellations"]
+            settled = s["completions"] + s["failures"] + s["lost_settlements"] + s["cancellations"] + s["snoozes"]
         if settled >= self.max_jobs:
             self.exhausted.set()
 
-    def _outcome(self, attempt: Attempt, outcome: str, code: str | None = None, reason: str | None = None):
+    def _outcome(self, attempt: Attempt, outcome: str, code: str | None = None, reason: str | None = None,
+                 error: BaseException | None = None):
         cb = self.on_outcome
         if cb is None:
             return
@@ -658,6 +661,8 @@ class Worker:
             event["code"] = code
         if reason is not None:
             event["reason"] = reason
+        if error is not None:
+            event["exception"] = error
         try:
             cb(event)
         except Exception:  # noqa: BLE001 - an observer never affects the loop (6.17)
@@ -922,21 +927,52 @@ class Worker:
                     log.error("completing %d job(s) failed: %s", len(completes), exc)
                     errors = [exc] * len(completes)
                 self._completed(completes, errors)
+        if fails and any(isinstance(err, Snooze) for _, err in fails):
+            for attempt, err in fails:
+                if isinstance(err, Snooze):
+                    self._snooze(jobs, attempt, err)
+            fails = [(a, err) for a, err in fails if not isinstance(err, Snooze)]
         if fails:
             items = [(a.lease, err) for a, err in fails]
+            now = time.monotonic()
+            details = [{"duration_ms": int((now - a.started) * 1000)} for a, _ in fails]
             try:
                 results = self._retrying(
                     lambda: jobs.fail_many(items, cancel=self._halt, backoff_base_ms=self.backoff_base_ms,
-                                           backoff_cap_ms=self.backoff_cap_ms), [a for a, _ in fails])
+                                           backoff_cap_ms=self.backoff_cap_ms, details=details),
+                    [a for a, _ in fails])
             except Exception as exc:  # noqa: BLE001
                 self._count("settle_errors", len(fails))
                 log.error("failing %d job(s) failed: %s", len(fails), exc)
                 results = [exc] * len(fails)
             for (attempt, error), res in zip(fails, results, strict=True):
                 code = getattr(error, "code", None)
-                self._after_settle(attempt, "failed", res if isinstance(res, BaseException) else None,
-                                   reason=v.error_message(error), code=code if isinstance(code, str) else None)
+                refused = res if isinstance(res, BaseException) else None
+                if refused is None:
+                    worker_log.failed(attempt.job, attempt.lease.attempt, error, res, self.owner)
+                self._after_settle(attempt, "failed", refused, reason=v.error_message(error),
+                                   code=code if isinstance(code, str) else None,
+                                   error=error if isinstance(error, BaseException) else None)
         self._check_exhausted()
+
+    def _snooze(self, jobs, attempt: Attempt, snooze: Snooze) -> None:
+        """Settle one attempt whose handler raised :class:`tenure.Snooze` (fenced)."""
+        try:
+            job = self._retrying(lambda: jobs.snooze(attempt.lease, snooze.delay_ms / 1000), [attempt])
+        except TenureError as exc:
+            if exc.code not in FENCE_CODES:
+                self._count("settle_errors")
+                log.error("snoozing job %s failed: %s", attempt.job.id, exc)
+            self._after_settle(attempt, "snoozed", exc)
+            return
+        except Exception as exc:  # noqa: BLE001
+            self._count("settle_errors")
+            log.error("snoozing job %s failed: %s", attempt.job.id, exc)
+            self._after_settle(attempt, "snoozed", exc)
+            return
+        worker_log.event(logging.INFO, attempt.job, attempt.lease.attempt, "snoozed",
+                         f"snoozed until {job.run_at} (epoch ms)", self.owner)
+        self._after_settle(attempt, "snoozed", None, reason=str(snooze))
 
     def _completed(self, completes: list[tuple[Attempt, Any]], errors: list) -> None:
         if self.on_outcome is None and not any(errors):
@@ -1009,16 +1045,18 @@ class Worker:
                 delay = min(delay * 2, SETTLE_RETRY_MAX)
 
     def _after_settle(self, attempt: Attempt, outcome: str, err: BaseException | None,
-                      reason: str | None = None, code: str | None = None) -> None:
+                      reason: str | None = None, code: str | None = None,
+                      error: BaseException | None = None) -> None:
         """Count and report one settled attempt. ``err`` is the settling call's refusal (or
         storage error); ``code`` is the handler's own coded error, reported with a failure
-        (a refused workflow resume fails with TN2069, checklist decision 6)."""
+        (a refused workflow resume fails with TN2069, checklist decision 6); ``error`` is the
+        exception the handler raised (given to ``on_outcome`` as ``exception``)."""
         attempt.settled = True
         if err is None:
-            self._count("completions" if outcome == "completed" else "failures")
+            self._count({"completed": "completions", "snoozed": "snoozes"}.get(outcome, "failures"))
             if outcome == "failed" and attempt.timed_out:
                 self._count("timeouts")
-            self._outcome(attempt, outcome, code=code, reason=reason)
+            self._outcome(attempt, outcome, code=code, reason=reason, error=error)
         elif getattr(err, "code", None) in FENCE_CODES:
             if attempt.operator_cancelled:
                 self._count("cancellations")
@@ -1128,7 +1166,8 @@ class Worker:
         try:
             res = self.store._jobs.fail_many([(a.lease, "job timed out")], cancel=self._halt,
                                              backoff_base_ms=self.backoff_base_ms,
-                                             backoff_cap_ms=self.backoff_cap_ms)[0]
+                                             backoff_cap_ms=self.backoff_cap_ms,
+                                             details=[{"duration_ms": int((time.monotonic() - a.started) * 1000)}])[0]
         except Exception as exc:  # noqa: BLE001
             log.warning("failing timed-out job %s failed: %s", a.job.id, exc)
             return False
@@ -1140,6 +1179,7 @@ class Worker:
         else:
             self._count("failures")
             self._count("timeouts")
+            worker_log.failed(a.job, a.lease.attempt, "job timed out", res, self.owner)
             self._outcome(a, "failed", reason="job timed out")
         self._check_exhausted()
         return True

@@ -793,7 +793,8 @@ def test_batch_completion_probes_only_the_primary_key_whatever_the_statistics(ur
                                   "tokens": [c.lease.token for c in claims], "results": [None] * 100}),
                     (Q.FAIL, {"now": None, "ids": [c.lease.job_id for c in claims],
                               "tokens": [c.lease.token for c in claims], "errors": ["e"] * 100,
-                              "delays": [0] * 100, "deads": [False] * 100, "jitters": [1.0] * 100})):
+                              "delays": [0] * 100, "deads": [False] * 100, "jitters": [1.0] * 100,
+                              "entries": ['{"attempt": 1}'] * 100, "fixed": [False] * 100, "keep": 9})):
                 plan = "\n".join(r[0] for r in raw.execute("EXPLAIN " + sql, params))
                 assert "tenure_jobs_pkey" in plan and "tenure_jobs_leased" not in plan, plan
     finally:
@@ -830,7 +831,8 @@ def test_batch_settlements_run_their_generic_plan_and_it_probes_the_primary_key(
             for sql, params in (
                     (Q.COMPLETE, {"now": None, "ids": ["a"], "tokens": ["t"], "results": [None]}),
                     (Q.FAIL, {"now": None, "ids": ["a"], "tokens": ["t"], "errors": ["e"], "delays": [0],
-                              "deads": [False], "jitters": [1.0]})):
+                              "deads": [False], "jitters": [1.0], "entries": ['{"attempt": 1}'],
+                              "fixed": [False], "keep": 9})):
                 with raw.cursor() as cur:
                     cur.execute("PREPARE settle_probe AS " + _positional(sql, params))
                     plan = "\n".join(r[0] for r in cur.execute(

@@ -19,16 +19,19 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-#: Column order of every job row that crosses the boundary. The first 22 are the public
+#: Column order of every job row that crosses the boundary. All but the last are the public
 #: :class:`tenure.Job` fields, in field order; ``lease_token`` is last and never leaves
 #: :mod:`tenure.jobs`.
 JOB_COLUMNS: tuple[str, ...] = (
     "id", "kind", "payload", "state", "run_at", "attempts", "max_attempts", "lease_until",
     "lease_owner", "lease_generation", "last_error", "result", "created_at", "updated_at",
     "queue", "priority", "timeout_ms", "singleton_key", "group_key", "dead_letter", "origin_id",
-    "headers", "lease_token",
+    "headers", "errors", "cancel_requested_at", "lease_token",
 )
 TOKEN_INDEX = len(JOB_COLUMNS) - 1
+#: Error-history entries a failure keeps besides the first (``tenure.attempt_history.MAX_ENTRIES``
+#: is this plus one); the engines trim ``errors`` to them inside the failing statement.
+HISTORY_KEEP = 9
 JobRow = tuple  # a row in JOB_COLUMNS order
 
 
@@ -92,6 +95,12 @@ class Settle:
     generation: int = 0
     #: ``0.5 + random/2``: applied by the engine to a queue's own exponential retry policy.
     jitter: float = 1.0
+    #: A failure's error-history entry (JSON text of one object), appended to the row's ``errors``
+    #: keeping the first entry and the most recent (see :mod:`tenure.attempt_history`).
+    entry: str | None = None
+    #: A failure whose ``delay_ms`` the handler chose (``tenure.Retry``): it wins over the
+    #: queue's own retry policy.
+    fixed_delay: bool = False
 
 
 class Session(abc.ABC):
@@ -154,6 +163,11 @@ class Session(abc.ABC):
     @abc.abstractmethod
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
         """Fenced failures; answers the settled rows (state ``failed`` or ``dead``)."""
+
+    @abc.abstractmethod
+    def job_snooze(self, job_id: str, token: str, delay_ms: int, now: int | None) -> JobRow | None:
+        """Fenced: back to ``pending`` at now + ``delay_ms`` with ``max_attempts + 1`` (a snooze
+        does not use up a retry). None when the fence refuses."""
 
     @abc.abstractmethod
     def job_cancel(self, job_id: str, token: str | None, now: int | None) -> JobRow | None:

@@ -51,7 +51,7 @@ from ...errors import (
     TenureError,
 )
 from ...redact import credentials, redact_url, scrub
-from ..base import Engine, JobRow, NewJob, Session, Settle, Watcher, iter_chunks, new_job_params
+from ..base import HISTORY_KEEP, Engine, JobRow, NewJob, Session, Settle, Watcher, iter_chunks, new_job_params
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from . import queries as Q
 from .insights import PostgresInsightsMixin
@@ -233,7 +233,13 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
             "now": now, "ids": [it.job_id for it in items], "tokens": [it.token for it in items],
             "errors": [it.error for it in items], "delays": [int(it.delay_ms) for it in items],
             "deads": [bool(it.dead) for it in items], "jitters": [float(it.jitter) for it in items],
+            "entries": [it.entry for it in items], "fixed": [bool(it.fixed_delay) for it in items],
+            "keep": HISTORY_KEEP,
         }).fetchall()
+
+    def job_snooze(self, job_id: str, token: str, delay_ms: int, now: int | None) -> JobRow | None:
+        return self._conn.execute(Q.SNOOZE, {"id": job_id, "token": token, "delay_ms": delay_ms,
+                                             "now": now}).fetchone()
 
     def job_cancel(self, job_id, token, now) -> JobRow | None:
         if token is None:

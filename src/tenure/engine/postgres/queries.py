@@ -238,6 +238,15 @@ pruned AS (
 SELECT id FROM settled
 """
 
+# A failed attempt's history entry (t.entry, JSON text) appended to errors, keeping the first and
+# the %(keep)s most recent (tenure.attempt_history); its "at" is this statement's clock.
+APPEND_ERROR = f"""(
+    SELECT jsonb_agg(x.e ORDER BY x.n)::text
+    FROM jsonb_array_elements(coalesce(j.errors, '[]')::jsonb
+                              || jsonb_build_array(jsonb_set(t.entry::jsonb, '{{at}}', to_jsonb({NOW}))))
+         WITH ORDINALITY AS x(e, n)
+    WHERE x.n = 1 OR x.n > jsonb_array_length(coalesce(j.errors, '[]')::jsonb) + 1 - %(keep)s::int)"""
+
 # A batch of fenced failures: failed with run_at = now + backoff while attempts remain, else dead.
 # A queue's own retry policy (retry_delay_ms, retry_backoff, retry_delay_max_ms, copied onto the
 # row at enqueue) overrides the worker's backoff, jittered by the settlement's :jitter and
@@ -245,19 +254,32 @@ SELECT id FROM settled
 FAIL = f"""
 WITH {CLOCK},
 items AS (SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(errors)s::text[],
-                               %(delays)s::bigint[], %(deads)s::bool[], %(jitters)s::float8[])
-          AS t(id, token, error, delay_ms, dead, jitter) {_BATCH_ROWS})
+                               %(delays)s::bigint[], %(deads)s::bool[], %(jitters)s::float8[],
+                               %(entries)s::text[], %(fixed)s::bool[])
+          AS t(id, token, error, delay_ms, dead, jitter, entry, fixed) {_BATCH_ROWS})
 UPDATE tenure_jobs j SET
   state = CASE WHEN t.dead OR j.attempts >= j.max_attempts THEN 'dead' ELSE 'failed' END,
   run_at = CASE WHEN t.dead OR j.attempts >= j.max_attempts THEN j.run_at
+    WHEN t.fixed THEN {NOW} + t.delay_ms
     WHEN j.retry_delay_ms IS NULL THEN {NOW} + t.delay_ms
     WHEN coalesce(j.retry_backoff, 0) = 0 THEN {NOW} + j.retry_delay_ms
     ELSE {NOW} + trunc(least(coalesce(j.retry_delay_max_ms, 9000000000000000),
                             j.retry_delay_ms << least(greatest(j.attempts - 1, 0), 40)) * t.jitter)::bigint
     END,
+  errors = CASE WHEN t.entry IS NULL THEN j.errors ELSE {APPEND_ERROR} END,
   last_error = t.error, lease_until = NULL, lease_owner = NULL, updated_at = {NOW}
 FROM items t
 WHERE j.id = t.id AND {_BATCH_FENCE.format(token="t.token")}
+RETURNING {J_COLS}
+"""
+
+# Handler control (tenure.Snooze): back to pending at now + delay without using up a retry (the
+# claim counted this attempt, so max_attempts grows by one). Fenced like every settlement.
+SNOOZE = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET state = 'pending', run_at = {NOW} + %(delay_ms)s::bigint,
+  max_attempts = j.max_attempts + 1, lease_until = NULL, lease_owner = NULL, updated_at = {NOW}
+WHERE j.id = %(id)s::text AND {_FENCE.format(token="%(token)s::text")}
 RETURNING {J_COLS}
 """
 

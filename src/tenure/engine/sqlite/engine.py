@@ -33,7 +33,7 @@ from ...errors import (
     StoreUnavailable,
     TenureError,
 )
-from ..base import Engine, JobRow, NewJob, Session, Settle, Watcher, new_job_params
+from ..base import HISTORY_KEEP, Engine, JobRow, NewJob, Session, Settle, Watcher, new_job_params
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from . import queries as Q
 from .insights import SQLiteInsightsMixin
@@ -174,10 +174,16 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
             for it in items:
                 row = conn.execute(Q.FAIL, {"id": it.job_id, "token": it.token, "error": it.error,
                                             "delay_ms": it.delay_ms, "dead": 1 if it.dead else 0, "jitter": it.jitter,
-                                            "now": now}).fetchone()
+                                            "now": now, "entry": it.entry, "fixed": 1 if it.fixed_delay else 0,
+                                            "keep": HISTORY_KEEP}).fetchone()
                 if row is not None:
                     out.append(row)
         return out
+
+    def job_snooze(self, job_id: str, token: str, delay_ms: int, now: int | None) -> JobRow | None:
+        now = _wall_ms() if now is None else now
+        return self._conn.execute(Q.SNOOZE, {"id": job_id, "token": token, "run_at": now + delay_ms,
+                                             "now": now}).fetchone()
 
     def job_cancel(self, job_id, token, now) -> JobRow | None:
         now = _wall_ms() if now is None else now

@@ -110,15 +110,34 @@ WHERE run_id IN (SELECT value ->> 0 FROM json_each(:settled))
   AND generation <= (SELECT s.value ->> 1 FROM json_each(:settled) s WHERE s.value ->> 0 = run_id)
 """
 
+# A failed attempt's history entry (:entry, JSON text) appended to errors, keeping the first and
+# the :keep most recent (tenure.attempt_history); its "at" is this statement's clock.
+APPEND_ERROR = """(SELECT json_group_array(json(h.value)) FROM (
+    SELECT e.key, e.value FROM json_each(json_insert(coalesce(tenure_jobs.errors, '[]'), '$[#]',
+                                                     json_set(:entry, '$.at', :now))) e
+    WHERE e.key = 0 OR e.key > json_array_length(coalesce(tenure_jobs.errors, '[]')) - :keep
+    ORDER BY e.key) h)"""
+
 FAIL = f"""
 UPDATE tenure_jobs SET
   state = CASE WHEN :dead OR attempts >= max_attempts THEN 'dead' ELSE 'failed' END,
   run_at = CASE WHEN :dead OR attempts >= max_attempts THEN run_at
+    WHEN :fixed THEN :now + :delay_ms
     WHEN retry_delay_ms IS NULL THEN :now + :delay_ms
     WHEN coalesce(retry_backoff, 0) = 0 THEN :now + retry_delay_ms
     ELSE :now + CAST(min(coalesce(retry_delay_max_ms, 9000000000000000),
                          retry_delay_ms << min(max(attempts - 1, 0), 40)) * :jitter AS INTEGER) END,
+  errors = CASE WHEN :entry IS NULL THEN errors ELSE {APPEND_ERROR} END,
   last_error = :error, lease_until = NULL, lease_owner = NULL, updated_at = :now
+WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :now
+RETURNING {COLS}
+"""
+
+# Handler control (tenure.Snooze): back to pending at :run_at without using up a retry (the claim
+# counted this attempt, so max_attempts grows by one). Fenced like every settlement.
+SNOOZE = f"""
+UPDATE tenure_jobs SET state = 'pending', run_at = :run_at, max_attempts = max_attempts + 1,
+  lease_until = NULL, lease_owner = NULL, updated_at = :now
 WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :now
 RETURNING {COLS}
 """

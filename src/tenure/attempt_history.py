@@ -1,0 +1,91 @@
+"""The error history of a job: one bounded entry per failed attempt (issue 22).
+
+Every fenced failure (``jobs.fail``, the worker's settlement of a handler that raised, a
+timeout) appends one entry to the row's ``errors`` in the same statement that settles the
+attempt, so the history can never disagree with the state. An entry is a JSON object:
+
+- ``attempt``: the attempt number (``Lease.attempt``);
+- ``at``: when it was recorded (epoch ms, the store's clock);
+- ``type``: the exception's class path (``builtins.KeyError``, ``myapp.errors.Throttled``), or
+  None for a failure given as a plain message (``jobs.fail(lease, "text")``, a timeout);
+- ``message``: ``str(exc)`` (the class name when that is empty), at most :data:`MAX_MESSAGE` chars;
+- ``traceback``: the formatted traceback, at most :data:`MAX_TRACEBACK` chars (its end, where the
+  raising frame is), or None;
+- ``owner``: the lease owner (which worker ran it), and, from a worker, ``duration_ms``.
+
+The list is bounded: it keeps the FIRST entry (how it started failing) and the most recent
+:data:`MAX_ENTRIES` - 1; the engines trim it inside the settling statement.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback as _tb
+from typing import Any
+
+from ._validate import error_message
+from .engine.base import HISTORY_KEEP
+from .records import Lease
+
+#: Entries kept per job: the first and the most recent ``MAX_ENTRIES - 1``.
+MAX_ENTRIES = HISTORY_KEEP + 1
+#: Characters kept of a message (the start) and of a traceback (the end).
+MAX_MESSAGE = 2_000
+MAX_TRACEBACK = 8_000
+
+
+def type_path(exc: BaseException) -> str:
+    """The class path of an exception: ``module.QualName`` (``builtins.KeyError``)."""
+    cls = type(exc)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def format_traceback(exc: BaseException) -> str | None:
+    """The exception's traceback as text, bounded to its last :data:`MAX_TRACEBACK` chars; None
+    when it was never raised (no frames). Never raises."""
+    if exc.__traceback__ is None:
+        return None
+    try:
+        text = "".join(_tb.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception:  # noqa: BLE001 - a broken __str__ or frame must not lose the failure
+        return None
+    if len(text) > MAX_TRACEBACK:
+        text = "...\n" + text[-(MAX_TRACEBACK - 4) :]
+    return text
+
+
+def entry(error: Any, lease: Lease, now: int | None, **details: Any) -> dict[str, Any]:
+    """The history entry of one failed attempt. ``error`` is the exception (or a message);
+    ``now`` None means the engine's clock (filled in as None: ``at`` is then the row's time, set
+    by the caller). ``details`` (``duration_ms`` ...) are added as given."""
+    exc = _cause(error)
+    message = error_message(error)
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 3] + "..."
+    out: dict[str, Any] = {
+        "attempt": lease.attempt,
+        "at": now,
+        "type": None if exc is None else type_path(exc),
+        "message": message,
+        "traceback": None if exc is None else format_traceback(exc),
+        "owner": lease.owner,
+    }
+    out.update(details)
+    return out
+
+
+def entry_json(error: Any, lease: Lease, now: int | None, **details: Any) -> str:
+    """:func:`entry` as the JSON text the engines append."""
+    return json.dumps(entry(error, lease, now, **details), ensure_ascii=False, default=str)
+
+
+def _cause(error: Any) -> BaseException | None:
+    """The exception a history entry describes: a :class:`tenure.Discard` made by a task's
+    ``discard_on`` (or raised ``from`` another exception) describes the exception behind it."""
+    if not isinstance(error, BaseException):
+        return None
+    from .handler_control import Control
+
+    if isinstance(error, Control) and error.__cause__ is not None:
+        return error.__cause__
+    return error

@@ -1,0 +1,36 @@
+"""docs/operations.md, section "Failures you can see, jobs you can steer": every python snippet
+runs as printed, top to bottom in one session (in a temporary directory)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
+SECTION = "## Failures you can see, jobs you can steer"
+
+
+def snippets() -> list[str]:
+    text = DOC.read_text(encoding="utf-8")
+    body = text.split(SECTION, 1)[1]
+    body = re.split(r"^## ", body, maxsplit=1, flags=re.M)[0]
+    return re.findall(r"```python\n(.*?)```", body, flags=re.S)
+
+
+def test_every_snippet_of_the_section_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    blocks = snippets()
+    assert len(blocks) >= 2
+    namespace: dict = {}
+    try:
+        for n, block in enumerate(blocks, 1):
+            path = tmp_path / f"operations_snippet_{n}.py"  # on disk, so tracebacks show its lines
+            path.write_text(block, encoding="utf-8")
+            try:
+                exec(compile(block, str(path), "exec"), namespace)  # noqa: S102
+            except Exception as exc:
+                raise AssertionError(f"snippet {n} failed: {exc!r}\n{block}") from exc
+    finally:
+        app = namespace.get("app")
+        if app is not None and app._store is not None:
+            app.store.close()

@@ -1137,10 +1137,26 @@ def is_loopback(host: str) -> bool:
               help="Require this token (Bearer, or the basic-auth password) for every page and action "
                    "[default: $TENURE_DASHBOARD_TOKEN]. Required when --host is not a loopback address.")
 @click.option("--read-only", is_flag=True, help="Hide and refuse every action (cancel, requeue, pause...).")
-def dashboard(url: str | None, host: str, port: int, token: str | None, read_only: bool) -> None:
-    """Serve the web dashboard (and Prometheus /metrics): tenure dashboard --port 8350."""
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="Also answer requests addressed to this host name (repeatable): a reverse proxy's public "
+                   "name, a name Prometheus scrapes. Any other Host gets 421 (DNS-rebinding defence).")
+def dashboard(url: str | None, host: str, port: int, token: str | None, read_only: bool,
+              allowed_hosts: tuple[str, ...]) -> None:
+    """Serve the web dashboard (and Prometheus /metrics): tenure dashboard --port 8350.
+
+    It answers only requests addressed to its own names: the bound address, localhost, loopback
+    addresses and each --allowed-host."""
     if token:
         _SECRETS.add(token)
+    from .dashboard.hosts import normalize_host
+
+    for name in allowed_hosts:
+        if normalize_host(name) is None:
+            raise click.BadParameter(f"{name!r} is not a host name or an IP address (no scheme, no port)",
+                                     param_hint="--allowed-host")
+    names = [*allowed_hosts]
+    if host not in ("0.0.0.0", "::") and normalize_host(host) is not None:
+        names.append(host)  # the bound name or address is one of the dashboard's own
     if not is_loopback(host) and not token:
         raise click.UsageError(f"--host {host} is reachable from other machines: set --token (or "
                                "$TENURE_DASHBOARD_TOKEN) so pages and actions need it")
@@ -1151,7 +1167,7 @@ def dashboard(url: str | None, host: str, port: int, token: str | None, read_onl
     except ImportError as exc:
         _fail(f"the dashboard needs its extra: pip install 'tenure[dashboard]' ({exc})")
     store = open_store(url)
-    app = create_app(store, auth_token=token or None, read_only=read_only)
+    app = create_app(store, auth_token=token or None, read_only=read_only, allowed_hosts=names)
     click.echo(f"tenure dashboard for {redact_url(store.engine.describe())} on http://{host}:{port}/"
                + (" (token required)" if token else ""), err=True)
     try:

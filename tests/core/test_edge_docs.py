@@ -1,5 +1,5 @@
 """The snippets of the issue-20 sections of the docs run as printed: "Secrets at the edges" in
-docs/guarantees.md and "Secrets in store URLs" in docs/operations.md."""
+docs/guarantees.md, "Secrets in store URLs" and "Host names" in docs/operations.md."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 SECTIONS = [
     ("guarantees.md", "## Secrets at the edges"),
     ("operations.md", "## Secrets in store URLs"),
+    ("operations.md", "### Host names"),
 ]
 
 

@@ -1,5 +1,5 @@
 """ASGI (FastAPI / Starlette) helpers: enqueue without blocking the loop, run a worker in the app's
-lifespan, mount the dashboard.
+lifespan, mount the dashboard (:func:`mount_dashboard`).
 
 ```python
 from contextlib import asynccontextmanager
@@ -26,7 +26,7 @@ async def signup(email: str):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -46,3 +46,17 @@ async def worker_lifespan(target: Any, handlers: dict[str, Callable[..., Any]] |
         yield worker
     finally:
         await asyncio.to_thread(worker.stop)
+
+
+def mount_dashboard(app: Any, store: Any, path: str = "/tenure", *, allowed_hosts: Iterable[str] = (),
+                    **options: Any) -> Any:
+    """Mount tenure's dashboard for ``store`` on a Starlette or FastAPI ``app`` at ``path`` and
+    answer the dashboard app. ``allowed_hosts`` are the host names your site is reached by (the
+    dashboard refuses any other ``Host`` with 421, a DNS-rebinding defence; the address the
+    request arrived on, ``localhost`` and loopback addresses are always accepted). Other keywords
+    go to :func:`tenure.dashboard.create_app` (``auth_token``, ``read_only``...)."""
+    from ..dashboard import create_app
+
+    dashboard = create_app(store, allowed_hosts=allowed_hosts, **options)
+    app.mount(path, dashboard)
+    return dashboard

@@ -15,8 +15,11 @@ Security:
 - **Actions** (cancel, requeue, redrive, pause, resume) are POST only and need a CSRF token: a value
   signed with the app's secret, set as a ``SameSite=Strict`` HttpOnly cookie and embedded in the page;
   the request must send it back in the ``X-Tenure-CSRF`` header (a cross-site form cannot set a header
-  and cannot read the page), and a present ``Origin`` must be this host. Actions call the public API
+  and cannot read the page), and a present ``Origin`` must name one of the dashboard's own hosts.
+  Actions call the public API
   (``store.jobs.cancel``...), never the tables.
+- **Host names** (DNS rebinding): only requests addressed to one of the dashboard's own names are
+  answered (:mod:`tenure.dashboard.hosts`); any other ``Host`` gets 421.
 - **No secret is shown**: the store is described by ``engine.describe()`` (password redacted); the
   token is never echoed.
 """
@@ -47,6 +50,7 @@ from starlette.staticfiles import StaticFiles
 from ..engine import redact_url
 from ..errors import InvalidArgument, InvalidType, QueueNotFound, StorageError, TenureError
 from ..records import STATES
+from .hosts import HostAllowList
 from .insights import Insights
 
 if TYPE_CHECKING:
@@ -91,8 +95,10 @@ class Dashboard:
 
     def __init__(self, store: Store, *, auth_token: str | None, username: str | None, read_only: bool,
                  allow_remote_actions: bool, title: str, poll_ms: int, csrf_secret: bytes | None,
-                 insights: Insights | None, workers: Callable[[], Iterable[Worker]] | None) -> None:
+                 insights: Insights | None, workers: Callable[[], Iterable[Worker]] | None,
+                 allowed_hosts: Iterable[str] = ()) -> None:
         self.store = store
+        self.hosts = HostAllowList(allowed_hosts)
         self.token = auth_token or None
         self.username = username
         self.read_only = read_only
@@ -171,12 +177,11 @@ class Dashboard:
         if not (cookie and header and hmac.compare_digest(cookie.encode(), header.encode())
                 and self.csrf_valid(header)):
             return _error(403, "csrf", "missing or invalid CSRF token: reload the page and try again")
+        # A present Origin must be one of this dashboard's own names (hosts.py), never merely equal
+        # to Host: a DNS-rebinding page controls both.
         origin = request.headers.get("origin")
-        if origin and origin != "null":
-            host = request.headers.get("host", "")
-            if origin.split("://", 1)[-1].rstrip("/") != host:
-                return _error(403, "csrf", "cross-origin request refused")
-        elif origin == "null":
+        if origin is not None and not self.hosts.origin_allowed(
+                origin, request.headers.getlist("host"), request.scope.get("server")):
             return _error(403, "csrf", "cross-origin request refused")
         return None
 
@@ -374,8 +379,8 @@ def _status_for(exc: TenureError) -> int:
 
 
 class _Guard:
-    """Pure-ASGI middleware: the token check for every HTTP route but /healthz, and the security
-    headers on every response."""
+    """Pure-ASGI middleware: the host check (hosts.py) and the token check for every HTTP route
+    but /healthz, and the security headers on every response."""
 
     def __init__(self, app: Any, dash: Dashboard) -> None:
         self.app = app
@@ -397,6 +402,16 @@ class _Guard:
                 message = {**message, "headers": headers + SECURITY_HEADERS}
             await send(message)
 
+        if path != "/healthz":
+            hosts = [v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"]
+            server = scope.get("server")
+            verdict = self.dash.hosts.check_host(hosts, server[0] if server else None)
+            if verdict.status is not None:
+                resp = JSONResponse({"ok": False, "error": "host" if verdict.status == 400 else "misdirected",
+                                     "message": verdict.message}, status_code=verdict.status,
+                                    headers={"cache-control": "no-store"})
+                await resp(scope, receive, send_secured)
+                return
         if path != "/healthz" and self.dash.token is not None:
             auth = None
             for k, v in scope.get("headers", []):
@@ -418,7 +433,8 @@ def create_app(store: Store, *, auth_token: str | None = None, username: str | N
                read_only: bool = False, allow_remote_actions: bool = False, title: str = "tenure",
                poll_ms: int = DEFAULT_POLL_MS, csrf_secret: bytes | None = None,
                insights: Insights | None = None,
-               workers: Callable[[], Iterable[Worker]] | None = None) -> Starlette:
+               workers: Callable[[], Iterable[Worker]] | None = None,
+               allowed_hosts: Iterable[str] = ()) -> Starlette:
     """The dashboard for ``store`` as a Starlette app: serve it (``uvicorn.run(app)``) or mount it
     (``Mount("/tenure", app=create_app(store))``); it follows the mount's root path.
 
@@ -428,6 +444,12 @@ def create_app(store: Store, *, auth_token: str | None = None, username: str | N
     own authentication). ``read_only`` hides and refuses every action. ``csrf_secret`` signs the CSRF
     tokens (default: derived from the token, else random per process). ``workers`` (a callable
     answering this process's running workers) adds their counters to ``/metrics``.
+
+    Every route but ``/healthz`` answers only requests addressed to this dashboard's own host
+    names — the address the request arrived on, ``localhost``, loopback addresses, and
+    ``allowed_hosts`` (names or IP addresses, no port: a reverse proxy's public name, say); any
+    other ``Host`` gets 421 and a malformed one 400 (DNS rebinding, see
+    :mod:`tenure.dashboard.hosts`). A bad entry in ``allowed_hosts`` raises TN1001.
     """
     if auth_token is None:
         auth_token = os.environ.get("TENURE_DASHBOARD_TOKEN") or None
@@ -437,7 +459,8 @@ def create_app(store: Store, *, auth_token: str | None = None, username: str | N
         raise InvalidArgument("poll_ms must be an int >= 250")
     dash = Dashboard(store, auth_token=auth_token, username=username, read_only=read_only,
                      allow_remote_actions=allow_remote_actions, title=title, poll_ms=poll_ms,
-                     csrf_secret=csrf_secret, insights=insights, workers=workers)
+                     csrf_secret=csrf_secret, insights=insights, workers=workers,
+                     allowed_hosts=allowed_hosts)
 
     def page(name: str, arg_param: str | None = None) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
@@ -470,9 +493,11 @@ def create_app(store: Store, *, auth_token: str | None = None, username: str | N
         Route("/api/runs/{job_id:path}", dash.api_run),
         Route("/api/schedules", dash.api_schedules),
         Route("/api/workers", dash.api_workers),
-        Route("/api/queues/{name}/pause", dash.act_queue("pause"), methods=["POST"]),
-        Route("/api/queues/{name}/resume", dash.act_queue("resume"), methods=["POST"]),
-        Route("/api/queues/{name}/redrive", dash.act_redrive, methods=["POST"]),
+        # {name:path}: a queue name may contain "/" (tenure._validate); the page sends it
+        # percent-encoded, the server decodes %2F to "/", and the verb is the last segment.
+        Route("/api/queues/{name:path}/pause", dash.act_queue("pause"), methods=["POST"]),
+        Route("/api/queues/{name:path}/resume", dash.act_queue("resume"), methods=["POST"]),
+        Route("/api/queues/{name:path}/redrive", dash.act_redrive, methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 

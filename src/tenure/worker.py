@@ -37,10 +37,13 @@ from . import worker_log
 from .errors import (
     FENCE_CODES,
     InvalidType,
+    LeaseExpired,
     LeaseNotHeld,
     OperationWithdrawn,
     StorageError,
+    StoreBusy,
     StoreClosed,
+    StoreUnavailable,
     TenureError,
 )
 from .handler_control import Snooze
@@ -1024,20 +1027,27 @@ class Worker:
         return errors, claims, want
 
     def _retrying(self, call: Callable[[], Any], attempts: list[Attempt]) -> Any:
-        """Run a settling call; a storage failure (busy, unreachable) is retried with backoff while
-        every lease in the batch still stands by this process's reckoning, and until ``stop()``
-        halts. Settling twice from one attempt is idempotent, so a retry is always safe."""
+        """Run a settling call; a storage failure is retried with backoff until ``stop()`` halts.
+        A busy or unreachable store (TN0003, TN0005) is retried until it answers, however long
+        that takes, so that the fence decides: a lease that expired meanwhile is then recorded as
+        lost with TN2067, never with the storage code (docs/spec.md 6.13). Any other storage
+        failure is retried while every lease in the batch still stands by this process's
+        reckoning. Settling twice from one attempt is idempotent, so a retry is always safe."""
         delay = SETTLE_RETRY_MIN
         warned = False
         while True:
             try:
                 return call()
             except StorageError as exc:
-                expiry = min(a.last_renew for a in attempts) + self.lease_ms / 1000
-                if self._halt.is_set() or time.monotonic() + delay >= expiry:
+                if self._halt.is_set():
                     raise
+                if not isinstance(exc, StoreBusy | StoreUnavailable):
+                    expiry = min(a.last_renew for a in attempts) + self.lease_ms / 1000
+                    if time.monotonic() + delay >= expiry:
+                        raise
                 if not warned:
-                    log.warning("settling %d job(s) failed, retrying while their leases last: %s",
+                    log.warning("settling %d job(s) failed, retrying while their leases last (a busy or "
+                                "unreachable store: until it answers, and the fence decides): %s",
                                 len(attempts), exc)
                     warned = True
                 if self._halt.wait(delay):
@@ -1098,12 +1108,33 @@ class Worker:
                 if a.deadline is not None and not a.timed_out and now >= a.deadline:
                     self._time_out(a)
                     continue
+                if not self.renew and not a.cancelled.is_set():
+                    self._tell_if_expired(a, now)
                 if self.renew and now - a.last_renew >= every and a.settle_lock.acquire(blocking=False):
                     try:
                         if not a.settling and a.lost is None:
                             self._renew(jobs, a)
                     finally:
                         a.settle_lock.release()
+
+    def _tell_if_expired(self, a: Attempt, now: float) -> None:
+        """Renewal off: once the attempt's lease has expired, set its event with LeaseExpired as
+        the reason (docs/spec.md 6.14), so the handler can stop: it can no longer settle. The
+        lease ends at ``expires_at`` on the store's injected clock; without one, ``lease_ms``
+        after the claim on this process's monotonic clock (never earlier than the store's own
+        expiry, since the claim began before it returned). The settlement, if the handler still
+        returns, meets the fence and is recorded with the fence's code."""
+        clock_ms = self.store._now()
+        if clock_ms is not None:
+            overrun = clock_ms - a.lease.expires_at
+        else:
+            overrun = int((now - a.last_renew) * 1000) - self.lease_ms
+        if overrun < 0:
+            return
+        a.cancel(LeaseExpired(
+            f"job {a.job.id!r}: the lease of generation {a.lease.generation} expired {overrun} ms ago "
+            "and renewal is off (renew=False); this attempt can no longer settle",
+            job_id=a.job.id, overrun_ms=overrun))
 
     def _renew(self, jobs, a: Attempt) -> None:
         try:

@@ -11,6 +11,7 @@ after 50 ms with StoreBusy (TN0003).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import threading
 import time
@@ -19,7 +20,7 @@ import pytest
 from _support import claim1, refused
 
 import tenure
-from tenure.errors import HandlersLeftRunning, LeaseSuperseded
+from tenure.errors import HandlersLeftRunning, LeaseExpired, LeaseSuperseded
 
 # -- 2.13 / 7.4: a checkpoint save is fenced on the generation too ----------------------------------
 
@@ -212,3 +213,163 @@ def test_d5_cancel_with_the_current_lease_after_a_renewal_reaches_the_attempt(jo
     finally:
         worker.stop()
     assert jobs.get(job_id).state == "cancelled"
+
+
+# -- 6.13: a lock held past the lease while the attempt SETTLES -------------------------------------
+
+
+def _busy_store(target, clock, rand):
+    """A store over the same database whose calls give up after 50 ms behind another connection's
+    lock with StoreBusy (TN0003): SQLite's busy timeout, PostgreSQL's lock_timeout."""
+    if target.engine == "sqlite":
+        return tenure.connect(target.url, clock=clock, random=rand, busy_timeout_ms=50)
+    sep = "&" if "?" in target.url else "?"
+    return tenure.connect(f"{target.url}{sep}options=-c%20lock_timeout%3D50", clock=clock, random=rand)
+
+
+class _Lock:
+    """Another connection holding a write lock: SQLite's write transaction on the file,
+    PostgreSQL's EXCLUSIVE lock on the jobs table (reads pass, every write waits) in an open
+    transaction. (A row lock would not do: PostgreSQL does not wait for a locked row that the
+    fence's WHERE already rules out, so an expired lease would be answered at once.)"""
+
+    def __init__(self, target) -> None:
+        self.conn = target.raw()
+        if target.engine == "sqlite":
+            self.conn.isolation_level = None
+            self.conn.execute("BEGIN IMMEDIATE")
+        else:
+            self.conn.autocommit = False
+            self.conn.execute("LOCK TABLE tenure_jobs IN EXCLUSIVE MODE")
+
+    def release(self) -> None:
+        self.conn.rollback()
+        self.conn.close()
+
+
+def test_6_13_lock_held_past_the_lease_while_the_attempt_settles(store, target, clock, rand):
+    """JOBS-FORMAT checklist 6.13 at settle time: the handler returns while another connection holds
+    a lock, and the lock outlasts the lease. The completion is retried while the store is busy, past
+    the lease, until the store answers; then the fence decides: exactly one ``lost`` with TN2067
+    (it used to give up at the lease and record ``lost`` with StoreBusy, TN0003), no ``failed``, no
+    settle error. The next claim recovers the job."""
+    busy = _busy_store(target, clock, rand)
+    outcomes, go = _Outcomes(), threading.Event()
+
+    def handler(payload, ctx):
+        if ctx.attempt == 1:
+            go.wait(10)
+        return f"attempt {ctx.attempt}"
+
+    job_id = busy.jobs.enqueue("k")
+    # One slot: the worker cannot reclaim the job before attempt 1's settlement is answered.
+    worker = busy.jobs.create_worker(
+        {"k": handler}, lease_ms=200, on_outcome=outcomes, poll_interval=0.02, maintenance=False
+    )
+    worker.start()
+    try:
+        _wait_for(lambda: worker.stats()["in_flight"] == 1)
+        lock = _Lock(target)
+        try:
+            go.set()  # the handler returns; its completion meets the lock
+            t0 = time.monotonic()
+            clock.advance(201)  # the lock outlasts the lease (store time)
+            while time.monotonic() - t0 < 0.6:  # ... and the worker's own reckoning of it (200 ms)
+                assert outcomes == [], outcomes
+                time.sleep(0.02)
+        finally:
+            lock.release()
+        _wait_for(lambda: len(outcomes) == 2)
+        stats = worker.stats()
+    finally:
+        worker.stop()
+        busy.close()
+    assert [(e["outcome"], e["attempt"], e.get("code")) for e in outcomes] == [
+        ("lost", 1, "TN2067"),
+        ("completed", 2, None),
+    ]
+    assert (stats["failures"], stats["settle_errors"], stats["lost_settlements"]) == (0, 0, 1)
+    job = store.jobs.get(job_id)
+    assert (job.state, job.result, job.attempts) == ("done", "attempt 2", 2)
+
+
+def test_6_13_lock_shorter_than_the_lease_at_settle_time_completes(store, target, clock, rand):
+    """The same lock released while the lease still stands: the retried completion lands
+    (``completed``, never ``lost``) on both engines."""
+    busy = _busy_store(target, clock, rand)
+    outcomes, go = _Outcomes(), threading.Event()
+    job_id = busy.jobs.enqueue("k")
+    worker = busy.jobs.create_worker(
+        {"k": lambda p, ctx: go.wait(10) and "landed"}, lease_ms=5000, on_outcome=outcomes, maintenance=False
+    )
+    worker.start()
+    try:
+        _wait_for(lambda: worker.stats()["in_flight"] == 1)
+        lock = _Lock(target)
+        try:
+            go.set()
+            time.sleep(0.2)  # a few retries behind the lock
+            assert outcomes == []
+        finally:
+            lock.release()
+        _wait_for(lambda: len(outcomes) == 1)
+    finally:
+        worker.stop()
+        busy.close()
+    assert (outcomes[0]["outcome"], outcomes[0].get("code")) == ("completed", None)
+    assert store.jobs.get(job_id).result == "landed"
+
+
+# -- 6.14: renewal off, the lease expires under a running handler -----------------------------------
+
+
+@pytest.mark.parametrize("style", ["sync", "async"])
+def test_6_14_renewal_off_expiry_sets_the_event_with_lease_expired(jobs, clock, style):
+    """JOBS-FORMAT checklist 6.14 with renew=False: a handler that outlives its lease is told: its
+    ctx.cancelled is set with LeaseExpired (TN2067) as the reason once the lease expires on the
+    store's clock, not before (it used to stay clear until the handler returned). Its settlement
+    then meets the fence: ``lost`` with TN2067, nothing written; the next claim recovers the job."""
+    outcomes, entered, reasons, early = _Outcomes(), threading.Event(), [], []
+
+    def after(ctx):
+        reasons.append(ctx.cancelled.reason)
+        return "too late"
+
+    if style == "sync":
+
+        def handler(payload, ctx):
+            entered.set()
+            assert ctx.cancelled.wait(10)
+            return after(ctx)
+
+    else:
+
+        async def handler(payload, ctx):
+            entered.set()
+            await asyncio.wait_for(ctx.cancelled.wait_async(0.005), 10)
+            return after(ctx)
+
+    job_id = jobs.enqueue("k")
+    # max_jobs=1: the worker does not reclaim the job itself in its settlement's transaction (its
+    # settle-and-claim would answer the refusal after that claim, as TN2066).
+    worker = jobs.create_worker(
+        {"k": handler}, renew=False, lease_ms=1000, on_outcome=outcomes, maintenance=False, max_jobs=1
+    )
+    worker.start()
+    try:
+        assert entered.wait(10)
+        clock.advance(999)  # the lease still stands at expires_at - 1
+        time.sleep(0.2)  # several keeper ticks
+        early.extend(reasons)
+        assert worker.leases() and reasons == []
+        clock.advance(1)
+        _wait_for(lambda: len(outcomes) == 1)
+    finally:
+        worker.stop()
+    assert early == []
+    (reason,) = reasons
+    assert isinstance(reason, LeaseExpired) and reason.code == "TN2067"
+    assert job_id in str(reason) and "renew" in str(reason)
+    assert [(e["outcome"], e["attempt"], e.get("code")) for e in outcomes] == [("lost", 1, "TN2067")]
+    assert jobs.get(job_id).state == "leased"  # nothing written: the next claim recovers it
+    assert claim1(jobs).lease.attempt == 2

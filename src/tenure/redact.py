@@ -92,9 +92,8 @@ def credentials(url: str) -> frozenset[str]:
         return frozenset()
     found: set[str] = set()
     if _SCHEME.match(url):
-        _, netloc, _, query, fragment = _split(url)
-        userinfo, at, _ = (netloc or "").rpartition("@")
-        if at and ":" in userinfo:
+        _, userinfo, _, _, query, fragment = _split(url)
+        if userinfo is not None and ":" in userinfo:
             raw = userinfo.split(":", 1)[1]
             found.update((raw, unquote(raw)))
         for piece in f"{query or ''}&{fragment or ''}".split("&"):
@@ -128,36 +127,50 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
 # -- URLs --------------------------------------------------------------------------------------
 
 
-def _split(url: str) -> tuple[str, str | None, str, str | None, str | None]:
-    """``(scheme, netloc, path, query, fragment)`` split by :func:`urllib.parse.urlsplit`'s rules,
-    but with None for a part that is absent and every part exactly as written, so that joining
-    them back gives ``url`` byte for byte. (``urlsplit``/``urlunsplit`` do not round-trip: they drop
-    the empty authority of ``sqlite:///jobs.db`` and strip control characters.)"""
+def _split(url: str) -> tuple[str, str | None, str | None, str, str | None, str | None]:
+    """``(scheme, userinfo, hostport, path, query, fragment)``, each exactly as written (None when
+    absent), so that joining them back gives ``url`` byte for byte (``urlsplit``/``urlunsplit`` do
+    not round-trip: they drop the empty authority of ``sqlite:///jobs.db``).
+
+    The parts follow :func:`urllib.parse.urlsplit`'s rules but for one thing: the user
+    information runs to the LAST ``@`` of the URL whenever a ``:`` comes before it. A password
+    typed with an unencoded ``@``, ``/``, ``?`` or ``#`` (``postgresql://app:p@ss/w0rd@db/app``) is
+    then one secret, hidden whole, where ``urlsplit`` and libpq would each split it differently
+    and either would show a piece. The price: a URL with an ``@`` in its path or query after a
+    ``:`` (a port) shows less of itself than it could."""
     scheme, _, rest = url.partition(":")
-    netloc = None
+    userinfo = hostport = None
     if rest.startswith("//"):
-        ends = [i for i in (rest.find(c, 2) for c in "/?#") if i >= 0]
-        end = min(ends, default=len(rest))
-        netloc, rest = rest[2:end], rest[end:]
+        body = rest[2:]
+        at = body.rfind("@")
+        if at >= 0 and ":" in body[:at]:
+            userinfo, body = body[:at], body[at + 1 :]
+        ends = [i for i in (body.find(c) for c in "/?#") if i >= 0]
+        end = min(ends, default=len(body))
+        hostport, rest = body[:end], body[end:]
+        if userinfo is None and "@" in hostport:
+            userinfo, _, hostport = hostport.rpartition("@")
     rest, hash_, fragment = rest.partition("#")
     path, mark, query = rest.partition("?")
-    return scheme, netloc, path, (query if mark else None), (fragment if hash_ else None)
+    return scheme, userinfo, hostport, path, (query if mark else None), (fragment if hash_ else None)
 
 
 def _redact_url(url: str) -> str:
-    scheme, netloc, path, query, fragment = _split(url)
+    scheme, userinfo, hostport, path, query, fragment = _split(url)
     out = [scheme, ":"]
-    if netloc is not None:
-        userinfo, at, hostport = netloc.rpartition("@")
-        if at and ":" in userinfo:
-            netloc = f"{userinfo.split(':', 1)[0]}:{MASK}@{hostport}"
-        out += ["//", netloc]
+    if hostport is not None:
+        out.append("//")
+        if userinfo is not None:
+            user, colon, _ = userinfo.partition(":")
+            out += [user, f":{MASK}" if colon else "", "@"]
+        out.append(hostport)
     out.append(path)
     if query is not None:
         out += ["?", _redact_params(query)]
     if fragment is not None:
         out += ["#", _redact_params(fragment)]
-    return "".join(out)
+    # The safety net: a credential-like pair wherever it ended up (a host part holding "&x=y").
+    return _PAIR_IN_TEXT.sub(_mask_pair, "".join(out))
 
 
 def _redact_params(query: str) -> str:

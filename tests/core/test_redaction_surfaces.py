@@ -85,6 +85,11 @@ def masked(url: str) -> bool:
         ),
         ("sqlite:///jobs.db?durable=1&token=t", "sqlite:///jobs.db?durable=1&token=***"),
         ("sqlite:///jobs.db", "sqlite:///jobs.db"),
+        ("sqlite:///data/a@b.db", "sqlite:///data/a@b.db"),
+        # A password typed with unencoded @ / ? # is hidden whole, however a parser would split it.
+        ("postgresql://app:p@ss/w0rd@db/app", "postgresql://app:***@db/app"),
+        ("postgresql://app:pa?ss#x@db/app?sslmode=require", "postgresql://app:***@db/app?sslmode=require"),
+        ("postgresql://app@db/app?application_name=a@b", "postgresql://app@db/app?application_name=a@b"),
         ("host=db password=pw dbname=app", "host=db password=*** dbname=app"),
         (
             "host=db password = 'p w\\' x' sslpassword=k port=5432",

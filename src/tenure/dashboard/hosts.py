@@ -16,7 +16,8 @@ A request whose ``Host`` is not on it is refused with **421 Misdirected Request*
 header is malformed or repeated), before authentication and before any route. A POST action also
 needs a present ``Origin`` to name a host on the allow-list, on the port the request was sent to;
 it is never compared with ``Host``, which the attacker's page controls as much as ``Origin``.
-``/healthz`` (which shows nothing) answers any host, for load balancers. IP literals and
+``/healthz`` (which shows nothing) answers any host, for load balancers; a request with no
+``Host`` at all (HTTP/1.0 — never a browser) is answered. IP literals and
 ``localhost`` cannot be rebound, which is why they are always accepted: DNS rebinding needs a
 name that a resolver answers. docs/operations.md ("Host names") describes it for operators; the
 tests are ``tests/dashboard/test_hosts.py`` (HTTP) and ``tests/dashboard/test_rebinding_browser.py``

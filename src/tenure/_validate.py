@@ -190,7 +190,7 @@ def epoch_ms(value: Any, what: str) -> int:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=_dt.UTC)
-        return int(value.timestamp() * 1000)
+        value = int(value.timestamp() * 1000)  # then the same range as an int (year 1 is refused)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidType(f"{what} must be epoch milliseconds or a datetime, got {type(value).__name__}")
     if isinstance(value, float):

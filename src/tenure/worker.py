@@ -407,6 +407,8 @@ class Worker:
             raise InvalidType("on_outcome must be callable")
         if owner is not None and (not isinstance(owner, str) or not owner):
             raise InvalidType("owner must be a non-empty string (it is diagnostics, never a guard)")
+        if owner is not None:
+            v.text(owner, "owner", max_chars=v.MAX_ID)  # refused now, not at every claim
         self.store = store
         self.handlers = dict(handlers)
         self.kinds = sorted(self.handlers)

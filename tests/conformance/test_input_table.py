@@ -108,6 +108,7 @@ ROWS = [
     ("run-at-year-10000", _enq(run_at=10**16), A1, "TN1001", "run_at"),
     ("run-at-nan", _enq(run_at=math.nan), A1, "TN1001", "run_at"),
     ("run-at-str", _enq(run_at="tomorrow"), A2, "TN1002", "run_at"),
+    ("run-at-datetime-year-1", _enq(run_at=dt.datetime(1, 1, 1, tzinfo=dt.UTC)), A1, "TN1001", "run_at"),
     ("run-at-and-delay", _enq(run_at=1_700_000_000_000, delay=5), A1, "TN1001", "run_at"),
     # -- timeout / singleton_for: zero is refused, never read as "none" ----------------------------
     ("timeout-0", _enq(timeout=0), A1, "TN1001", "timeout"),
@@ -299,6 +300,8 @@ ROWS = [
     ("worker-lease-10^19", _worker(lease_ms=10**19), A1, "TN1001", "lease_ms"),
     ("worker-timeout-0", _worker(timeout=0), A1, "TN1001", "timeout"),
     ("worker-concurrency-0", _worker(concurrency=0), A1, "TN1001", "concurrency"),
+    ("worker-owner-nul", _worker(owner="w\x00"), A1, "TN1001", "owner"),
+    ("worker-owner-256", _worker(owner="w" * 256), A1, "TN1001", "owner"),
 ]
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure.errors import ReadOnlyStore, StoreCorrupt, StoreLimitExceeded, StoreUnavailable
+from tenure.errors import InvalidURL, ReadOnlyStore, StoreCorrupt, StoreLimitExceeded, StoreUnavailable
 
 
 @dataclass
@@ -166,3 +166,13 @@ def test_a_value_over_the_database_limit_is_store_limit_exceeded(any_store, engi
                 tx.execute(sql).fetchall() if sql.startswith("SELECT") else tx.execute(sql)
     assert info.value.code == "TN0009" and not isinstance(info.value, StoreUnavailable)
     assert any_store.jobs.get("inside") is None  # the transaction rolled back
+
+
+@pytest.mark.parametrize(
+    "query", ["busy_timeout_ms=abc", "busy_timeout_ms=-1", "busy_timeout_ms=99999999999"]
+)
+def test_a_bad_sqlite_url_option_is_invalid_url(tmp_path, query):
+    """A SQLite URL option that cannot be used is TN0007 at connect, not a raw ValueError later."""
+    with pytest.raises(InvalidURL) as info:
+        tenure.connect(f"sqlite:///{tmp_path / 't.db'}?{query}")
+    assert info.value.code == "TN0007" and "busy_timeout_ms" in str(info.value)

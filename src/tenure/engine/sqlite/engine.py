@@ -367,8 +367,14 @@ class SQLiteEngine(Engine):
         #: before anything is read or written, not after writes were accepted (TN0010).
         self.quick_check = query.get("quick_check", "1") not in ("0", "false", "no")
         self._ro_target: str | None = None  # the URI a read-only connection was opened with
-        self.busy_timeout_ms = int(busy_timeout_ms if busy_timeout_ms is not None
-                                   else query.get("busy_timeout_ms", 5000))
+        try:
+            self.busy_timeout_ms = int(busy_timeout_ms if busy_timeout_ms is not None
+                                       else query.get("busy_timeout_ms", 5000))
+        except (TypeError, ValueError):
+            raise InvalidURL(f"busy_timeout_ms must be a whole number of ms, got "
+                             f"{busy_timeout_ms if busy_timeout_ms is not None else query.get('busy_timeout_ms')!r}") from None
+        if not 0 <= self.busy_timeout_ms <= 3_600_000:
+            raise InvalidURL(f"busy_timeout_ms must be within 0..3600000 (an hour), got {self.busy_timeout_ms}")
         self.durable = durable if durable is not None else query.get("durable") in ("1", "true", "yes")
         self.watch_interval = watch_interval
         self.gate = threading.Lock()

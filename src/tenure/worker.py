@@ -362,7 +362,8 @@ class Worker:
       PostgreSQL ``LISTEN``).
     - ``lease_ms`` (30000) and ``renew`` (True): leases are renewed at a third of ``lease_ms``; a
       renewal refused by the fence is a loss (the attempt's event is set with the refusal), a
-      renewal failing for a storage reason is not.
+      renewal failing for a storage reason is not. With ``renew=False`` the event is set with
+      :class:`~tenure.errors.LeaseExpired` when the lease ends, and the attempt cannot settle.
     - ``owner``: diagnostics only (never a guard); ``on_outcome``: called once per settled attempt
       with ``{outcome, job_id, kind, attempt, generation, code?, reason?}``.
     - ``backoff_base`` / ``backoff_cap`` (1 s / 60 s): the retry delay ``min(cap, base*2^(n-1))``,

@@ -89,3 +89,29 @@ def _cause(error: Any) -> BaseException | None:
     if isinstance(error, Control) and error.__cause__ is not None:
         return error.__cause__
     return error
+
+
+def attempt_rows(job: Any) -> list[dict[str, Any]]:
+    """The job's attempts as the dashboard lists them, oldest first: one row per history entry
+    (``outcome`` ``failed``, or ``dead`` for the failure that ended it), then the latest attempt
+    when it did not fail (``completed``, ``running`` or ``cancelled``). Each row has ``attempt``,
+    ``at``, ``owner``, ``duration_ms``, ``outcome``, ``error`` and ``traceback`` (None when
+    unknown). Entries dropped by the bound are not listed."""
+    rows: list[dict[str, Any]] = []
+    errors = list(job.errors or [])
+    for i, e in enumerate(errors):
+        last = i == len(errors) - 1
+        outcome = "dead" if last and job.state == "dead" and e.get("attempt") == job.attempts else "failed"
+        kind = e.get("type")
+        rows.append({"attempt": e.get("attempt"), "at": e.get("at"), "owner": e.get("owner"),
+                     "duration_ms": e.get("duration_ms"), "outcome": outcome,
+                     "error": f"{kind}: {e.get('message')}" if kind else e.get("message"),
+                     "traceback": e.get("traceback")})
+    latest = errors[-1].get("attempt") if errors else 0
+    if job.attempts and job.attempts != latest:
+        outcome = {"done": "completed", "leased": "running", "cancelled": "cancelled"}.get(job.state)
+        if outcome is not None:
+            rows.append({"attempt": job.attempts, "at": job.updated_at if outcome != "running" else None,
+                         "owner": job.lease_owner, "duration_ms": None, "outcome": outcome, "error": None,
+                         "traceback": None})
+    return rows

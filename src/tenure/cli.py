@@ -649,16 +649,24 @@ def jobs_show(job_id: str, url: str | None, as_json: bool) -> None:
 @url_option
 @json_option
 def jobs_cancel(job_id: str, url: str | None, as_json: bool) -> None:
-    """Cancel a queued job (pending, failed, or with an expired lease)."""
+    """Cancel a job: a queued one at once; a running one is asked to stop (its worker sets
+    ctx.cancelled and settles it cancelled within a second; store.jobs.request_cancel)."""
     store = open_store(url)
     try:
-        changed = store.jobs.cancel(job_id)
+        outcome = store.jobs.request_cancel(job_id)
     finally:
         _close(store)
     if as_json:
-        emit_json({"id": job_id, "cancelled": changed})
+        data: dict[str, Any] = {"id": job_id, "cancelled": outcome == "cancelled"}
+        if outcome == "requested":
+            data["requested"] = True
+        emit_json(data)
+    elif outcome == "cancelled":
+        click.echo(f"cancelled {job_id}")
+    elif outcome == "requested":
+        click.echo(f"cancel requested for {job_id}: it is running; its worker stops it and settles it cancelled")
     else:
-        click.echo(f"cancelled {job_id}" if changed else f"{job_id} was already cancelled")
+        click.echo(f"{job_id} was already cancelled")
 
 
 @jobs.command("requeue")

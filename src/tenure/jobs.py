@@ -30,6 +30,7 @@ from .errors import (
     TenureError,
 )
 from .handler_control import Discard, Retry
+from .job_control import cancel_abandoned, request_cancel
 from .records import Checkpoint, Claim, Job, Lease, Page, SweepResult
 from .tracing import enqueue_headers
 
@@ -327,6 +328,7 @@ class Jobs(_JobsBase):
 
     def _claim_in(self, s: Session, kinds, queues, owner: str, lease_ms: int, limit: int,
                   instance: str | None = None) -> list[Claim]:
+        cancel_abandoned(self._store, s)
         rows = s.job_claim(kinds=kinds, queues=queues, owner=owner, lease_ms=lease_ms,
                            now=self._store._now(), limit=limit, instance=instance)
         return [row_to_claim(r) for r in rows]
@@ -384,6 +386,7 @@ class Jobs(_JobsBase):
         batch = self._completions(items, True)
         store = self._store
         with store._session(cancel) as s:
+            cancel_abandoned(store, s)
             now = store._now()
             done, rows = s.job_complete_and_claim(batch, now, kinds=kinds, queues=queues, owner=owner,
                                                   lease_ms=lease_ms, limit=limit, instance=instance)
@@ -568,6 +571,14 @@ class Jobs(_JobsBase):
                 f"the worker's stop_grace ({grace:g} s): its handler is still running (it can no longer "
                 "settle the job)", job_id=job_id, in_flight=len(running))
         return True
+
+    def request_cancel(self, job_id: str) -> str:
+        """Cancel a job from any process, running or not (:mod:`tenure.job_control`): a queued job
+        is cancelled now (answers ``"cancelled"``); a running one is flagged, and its holder sets
+        ``ctx.cancelled`` and settles it ``cancelled`` with its own lease within a second (answers
+        ``"requested"``); ``"unchanged"`` when it already was cancelled. TN2065 for an unknown,
+        done or dead job. ``cancel()`` keeps JOBS-FORMAT's rules (a running job needs its lease)."""
+        return request_cancel(self._store, job_id)
 
     def requeue(self, job_id: str) -> bool:
         """Return a failed, dead, cancelled or lease-expired job to ``pending`` at now, keeping its

@@ -228,6 +228,14 @@ class Store:
                         and (token is None or a.token == token or a.lease.token == token)]
         return [a for a in attempts if not a.cancel_by_operator()]
 
+    def _cancel_requested_local(self, job_id: str) -> None:
+        """A cancel request was just flagged from this process: this process's workers look at
+        once (another process's holder sees it through tenure.cancel_watch)."""
+        for worker in list(self._workers):
+            watch = getattr(worker, "_cancel_watch", None)
+            if watch is not None:
+                watch.poke()
+
     # -- background services shared by this store's workers ---------------------------------------
     def _maintenance(self):
         """The store's maintenance service (cron firing, sweeps, worker heartbeats), shared by

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
 from . import worker_log
+from .cancel_watch import CancelWatch
 from .errors import (
     FENCE_CODES,
     InvalidType,
@@ -47,6 +48,7 @@ from .errors import (
     TenureError,
 )
 from .handler_control import Snooze
+from .job_control import CANCEL_REQUESTED, settle_requested
 from .jobs import DEFAULT_LEASE_MS
 from .records import Claim, Job, Lease
 from .tracing import run_span
@@ -254,7 +256,7 @@ class Attempt:
     def cancel(self, reason: Any) -> None:
         if self.cancelled._set(reason):
             task, loop = self.task, self.loop
-            if task is not None and loop is not None and reason is SHUTDOWN:
+            if task is not None and loop is not None and (reason is SHUTDOWN or reason is CANCEL_REQUESTED):
                 loop.call_soon_threadsafe(task.cancel)
 
     def cancel_by_operator(self) -> bool:
@@ -522,6 +524,8 @@ class Worker:
         self.store._workers.append(self)
         for t in threads:
             t.start()
+        self._cancel_watch = CancelWatch(self, self._stop, notified=self.watch)
+        self._cancel_watch.start()
 
     def stop(self, grace: float | None = None) -> StopResult:
         """Cancel in-flight handlers, wait up to ``grace`` (default ``stop_grace``) for them, then
@@ -591,6 +595,7 @@ class Worker:
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._watch_thread is not None and self._watch_thread is not me:
             self._watch_thread.join()
+        self._cancel_watch.join()
         if self._maintainer is not None:
             try:
                 self._maintainer.release(self)
@@ -1083,6 +1088,49 @@ class Worker:
             self._count("lost_settlements")
             self._outcome(attempt, "lost", code=getattr(err, "code", None), reason=str(err))
         self._release(attempt)
+
+    # -- cancel requests (jobs.request_cancel; tenure.cancel_watch) ----------------------------------
+    def _has_attempts(self) -> bool:
+        return bool(self._attempts)
+
+    def _attempts_of(self, job_ids: set[str]) -> list[Attempt]:
+        with self._lock:
+            return [a for a in self._attempts.values() if a.job.id in job_ids]
+
+    def _cancel_requested(self, a: Attempt) -> None:
+        """An operator asked to cancel this attempt's job: set ``ctx.cancelled`` (reason
+        :data:`CANCEL_REQUESTED`) and settle the attempt ``cancelled`` with its own current lease.
+        The handler keeps its slot until it returns (its late result is ignored). With a handler
+        transaction open (the settle lock held) the next look settles it."""
+        if a.settling or a.settled or a.lost is not None or a.detached:
+            return
+        a.cancel(CANCEL_REQUESTED)
+        if not a.settle_lock.acquire(blocking=False):
+            return
+        try:
+            if a.settling:
+                return
+            a.settling = True
+            try:
+                refused = settle_requested(self.store, a.lease)
+            except Exception as exc:  # noqa: BLE001 - storage trouble: looked at again next turn
+                a.settling = False
+                log.warning("settling the cancel request of job %s failed: %s", a.job.id, exc)
+                return
+        finally:
+            a.settle_lock.release()
+        a.settled = True
+        if refused is not None:
+            a.lost = refused  # another attempt or an operator settled it first
+            self._count("lost_settlements")
+            self._outcome(a, "lost", code=refused.code, reason=str(refused))
+        else:
+            a.operator_cancelled = True
+            self._count("cancellations")
+            worker_log.event(logging.INFO, a.job, a.lease.attempt, "cancelled", "cancelled (cancel requested)",
+                             self.owner)
+            self._outcome(a, "cancelled", code=CANCEL_REQUESTED.code, reason=str(CANCEL_REQUESTED))
+        self._check_exhausted()
 
     def _end_unsettled(self, attempt: Attempt) -> None:
         attempt.settled = True

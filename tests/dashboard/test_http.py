@@ -126,10 +126,12 @@ def test_actions_need_a_valid_csrf_token(store, serve):
         assert r.json()["changed"] is False  # 10.7: already cancelled
         r = client.post(f"{base}/api/jobs/{a}/requeue", headers=ok)
         assert r.json()["changed"] is True and store.jobs.get(a).state == "pending"
-        # A refusal from the public API arrives with its code.
+        # A running job is asked to stop (jobs.request_cancel, issue 22): flagged, still leased.
         claim = store.jobs.claim("k", owner="t")
         r = client.post(f"{base}/api/jobs/{claim.job.id}/cancel", headers=ok)
-        assert r.status_code == 409 and r.json()["error"] == "TN2068"
+        assert r.status_code == 200 and r.json()["outcome"] == "requested"
+        assert store.jobs.get(claim.job.id).cancel_requested_at is not None
+        # A refusal from the public API arrives with its code.
         r = client.post(f"{base}/api/jobs/no-such/requeue", headers=ok)
         assert r.status_code == 409 and r.json()["error"] == "TN2065"
         # Queue actions go through store.queues.

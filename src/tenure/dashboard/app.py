@@ -47,6 +47,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..attempt_history import attempt_rows
 from ..engine import redact_url
 from ..errors import InvalidArgument, InvalidType, QueueNotFound, StorageError, TenureError
 from ..records import STATES
@@ -273,9 +274,15 @@ and in the <code>tenure</code> CLI.</p></noscript>
         if job.lease_until is not None:
             timeline.append({"at": job.lease_until, "what": f"lease of generation {job.lease_generation} "
                                                             f"{'ends' if job.state == 'leased' else 'ended'}"})
+        for e in job.errors:
+            if e.get("at") is not None:
+                timeline.append({"at": e["at"], "what": f"attempt {e.get('attempt')} failed: {e.get('message')}"})
+        if job.cancel_requested_at is not None:
+            timeline.append({"at": job.cancel_requested_at, "what": "cancel requested"})
         timeline.append({"at": job.updated_at, "what": f"last change: now {job.state}"})
         timeline.sort(key=lambda t: t["at"])
         data["timeline"] = timeline
+        data["attempt_rows"] = attempt_rows(job)
         data["now"] = self.insights.now_ms()
         data["actions"] = self.actions_allowed(request)
         return _json(data)
@@ -318,9 +325,11 @@ and in the <code>tenure</code> CLI.</p></noscript>
 
     def act_cancel(self, request: Request) -> Response:
         job_id = request.path_params["job_id"]
-        return self._act(request, lambda: self.store.jobs.cancel(job_id),
-                         lambda changed: {"changed": changed, "message": f"cancelled {job_id}" if changed
-                                          else f"{job_id} was already cancelled"})
+        messages = {"cancelled": f"cancelled {job_id}", "unchanged": f"{job_id} was already cancelled",
+                    "requested": f"cancel requested for {job_id}: its worker stops it and settles it cancelled"}
+        return self._act(request, lambda: self.store.jobs.request_cancel(job_id),
+                         lambda outcome: {"changed": outcome != "unchanged", "outcome": outcome,
+                                          "message": messages[outcome]})
 
     def act_requeue(self, request: Request) -> Response:
         job_id = request.path_params["job_id"]

@@ -175,6 +175,19 @@ class Session(abc.ABC):
         (pending, failed, or leased with an expired lease). None when nothing matched."""
 
     @abc.abstractmethod
+    def job_request_cancel(self, job_id: str, now: int | None) -> JobRow | None:
+        """Flag a job with a LIVE lease for its holder (``cancel_requested_at``, kept if set);
+        None when it is not leased or its lease expired."""
+
+    @abc.abstractmethod
+    def job_cancel_abandoned(self, now: int | None) -> list[JobRow]:
+        """Cancel the flagged jobs whose lease expired (their holder is gone); answers them."""
+
+    @abc.abstractmethod
+    def job_cancel_flagged(self) -> list[str]:
+        """Ids of the flagged jobs that are still leased (what holders watch for)."""
+
+    @abc.abstractmethod
     def job_requeue(self, job_id: str, now: int | None) -> JobRow | None:
         """failed/dead/cancelled/expired-leased -> pending at now, token cleared; None otherwise."""
 
@@ -266,6 +279,11 @@ class Engine(abc.ABC):
     def classify(self, exc: BaseException) -> BaseException:
         """Map a driver exception to a coded :class:`tenure.errors.StorageError` (or return
         ``exc`` unchanged when it is already coded or not a driver error)."""
+
+    def cancel_watcher(self) -> Watcher | None:
+        """A watcher woken when a cancel request is flagged (``jobs.request_cancel``) in any
+        process, or None when the engine has none (the holders then poll; :mod:`tenure.cancel_watch`)."""
+        return None
 
     def describe(self) -> str:
         """A human description with no secret in it (for banners and logs)."""

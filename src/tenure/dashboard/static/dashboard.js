@@ -309,8 +309,9 @@
         CAN_ACT = j.actions;
         var acts = el("div", { "class": "actions", id: "job-actions" });
         if (CAN_ACT) {
-          if (j.state === "pending" || j.state === "failed" || (j.state === "leased" && j.lease_until <= j.now)) {
-            add(acts, el("button", { "class": "danger", id: "cancel", text: "Cancel",
+          if (j.state === "pending" || j.state === "failed" || j.state === "leased") {
+            add(acts, el("button", { "class": "danger", id: "cancel",
+              text: j.state === "leased" && j.lease_until > j.now ? (j.cancel_requested_at ? "Cancel requested" : "Cancel (ask its worker)") : "Cancel",
               onclick: function (e) { action("/api/jobs/" + encodeURIComponent(j.id) + "/cancel", e.target); } }));
           }
           if (j.state === "failed" || j.state === "dead" || j.state === "cancelled" || (j.state === "leased" && j.lease_until <= j.now)) {
@@ -324,11 +325,28 @@
           ["lease owner", j.lease_owner || ""], ["lease until", fmtTime(j.lease_until)],
           ["run at", fmtTime(j.run_at)], ["created", fmtTime(j.created_at)], ["updated", fmtTime(j.updated_at) + " (" + ago(j.updated_at, j.now) + ")"],
           ["timeout", j.timeout_ms ? j.timeout_ms + " ms" : ""], ["singleton key", j.singleton_key || ""],
-          ["group key", j.group_key || ""], ["dead letter of", j.origin_id ? el("a", { href: jobHref(j.origin_id), text: j.origin_id }) : ""]];
+          ["group key", j.group_key || ""], ["dead letter of", j.origin_id ? el("a", { href: jobHref(j.origin_id), text: j.origin_id }) : ""],
+          ["cancel requested", j.cancel_requested_at ? fmtTime(j.cancel_requested_at) : ""]];
+        var attempts = (j.attempt_rows || []).map(function (a) {
+          return el("tr", { "data-attempt": a.attempt, "data-outcome": a.outcome },
+            el("td", { "class": "num", text: a.attempt }),
+            el("td", { "class": "mono", text: a.at ? fmtTime(a.at) : "" }),
+            el("td", { "class": "mono", text: a.owner || "" }),
+            el("td", { "class": "num", text: a.duration_ms === null || a.duration_ms === undefined ? "" : a.duration_ms + " ms" }),
+            el("td", {}, el("span", { "class": "badge " + ({ completed: "done", running: "leased" }[a.outcome] || a.outcome),
+              text: a.outcome })),
+            el("td", { "class": "err" }, a.error || "",
+              a.traceback ? el("details", {}, el("summary", { text: "traceback" }), el("pre", { "class": "error", text: a.traceback })) : ""));
+        });
         var left = el("div", {},
           el("table", { "class": "kv", id: "job-fields" }, el("tbody", {}, kv.map(function (r) {
             return el("tr", { "data-field": r[0] }, el("th", { text: r[0] }), el("td", {}, r[1]));
           }))),
+          el("h2", { text: "Attempts" }),
+          attempts.length ? el("table", { id: "attempts" },
+            el("thead", {}, el("tr", {}, ["#", "when", "who", "how long", "outcome", "error"]
+              .map(function (h) { return el("th", { text: h }); }))), el("tbody", {}, attempts))
+            : el("p", { "class": "muted", id: "no-attempts", text: "No attempt yet." }),
           el("h2", { text: "Timeline" }),
           el("ul", { "class": "timeline" }, j.timeline.map(function (t) {
             return el("li", {}, el("span", { "class": "when", text: fmtTime(t.at) }), t.what);

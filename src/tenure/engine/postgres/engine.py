@@ -246,6 +246,15 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
             return self._conn.execute(Q.CANCEL_QUEUED, {"id": job_id, "now": now}).fetchone()
         return self._conn.execute(Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone()
 
+    def job_request_cancel(self, job_id: str, now: int | None) -> JobRow | None:
+        return self._conn.execute(Q.REQUEST_CANCEL, {"id": job_id, "now": now}).fetchone()
+
+    def job_cancel_abandoned(self, now: int | None) -> list[JobRow]:
+        return self._conn.execute(Q.CANCEL_ABANDONED, {"now": now}).fetchall()
+
+    def job_cancel_flagged(self) -> list[str]:
+        return [r[0] for r in self._conn.execute(Q.CANCEL_FLAGGED)]
+
     def job_requeue(self, job_id, now) -> JobRow | None:
         return self._conn.execute(Q.REQUEUE, {"id": job_id, "now": now}).fetchone()
 
@@ -396,7 +405,11 @@ class PostgresWatcher(Watcher):
     BACKOFF_MIN = 0.05
     BACKOFF_MAX = 2.0
 
-    def __init__(self, conninfo: str, schema: str | None, connect_kwargs: dict[str, Any]) -> None:
+    def __init__(self, conninfo: str, schema: str | None, connect_kwargs: dict[str, Any],
+                 channel: str = Q.CHANNEL) -> None:
+        #: The channel listened to: ``tenure_jobs`` (new work), or ``tenure_cancel`` (a cancel
+        #: request, whose payload is "<schema> <job id>").
+        self._channel = channel
         self._conninfo = conninfo
         self._schema = schema
         self._kwargs = connect_kwargs
@@ -422,15 +435,18 @@ class PostgresWatcher(Watcher):
             conn.add_notify_handler(self._on_notify)
             if self._schema is None:
                 self._schema = conn.execute(Q.CURRENT_SCHEMA).fetchone()[0]
-            conn.execute(Q.LISTEN)
+            conn.execute(Q.LISTEN if self._channel == Q.CHANNEL else f"LISTEN {self._channel}")
         except BaseException:
             conn.close()
             raise
         self._conn = conn
 
     def _on_notify(self, n: psycopg.Notify) -> None:
-        if n.channel == Q.CHANNEL and n.payload in ("", self._schema):
+        if n.channel == self._channel and self._ours(n.payload):
             self._woken = True
+
+    def _ours(self, payload: str) -> bool:
+        return payload in ("", self._schema) or payload.startswith(f"{self._schema} ")
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -446,7 +462,7 @@ class PostgresWatcher(Watcher):
         assert conn is not None
         pgconn = conn.pgconn
         while (n := pgconn.notifies()) is not None:
-            if n.relname.decode() == Q.CHANNEL and n.extra.decode() in ("", self._schema):
+            if n.relname.decode() == self._channel and self._ours(n.extra.decode()):
                 self._woken = True
         woken, self._woken = self._woken, False
         return woken
@@ -720,6 +736,20 @@ class PostgresEngine(Engine):
         w = PostgresWatcher(self.conninfo, self.schema, {
             # Detect a silently dropped connection (a partition, a killed host) within ~30 s.
             "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3})
+        with self._lock:
+            if self._closed:
+                w.close()
+                raise StoreClosed("the store is closed")
+            self._watchers.add(w)
+        return w
+
+    def cancel_watcher(self) -> PostgresWatcher:
+        """``LISTEN tenure_cancel`` (migration 0010's trigger notifies it when a cancel request
+        flags a running job), on a dedicated connection like :meth:`watcher`."""
+        self._live()
+        w = PostgresWatcher(self.conninfo, self.schema, {
+            "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3},
+            channel=Q.CANCEL_CHANNEL)
         with self._lock:
             if self._closed:
                 w.close()

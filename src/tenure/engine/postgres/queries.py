@@ -74,7 +74,7 @@ due AS (
   FOR UPDATE OF j SKIP LOCKED),
 expired AS (
   {_CANDIDATE} FROM tenure_jobs j
-  WHERE j.state = 'leased' AND j.lease_until <= {NOW} {_ELIGIBLE_FILTERS}
+  WHERE j.state = 'leased' AND j.lease_until <= {NOW} AND j.cancel_requested_at IS NULL {_ELIGIBLE_FILTERS}
   ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT {{limit}}
   FOR UPDATE OF j SKIP LOCKED),
 ranked AS (
@@ -258,7 +258,8 @@ items AS (SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(errors)s::
                                %(entries)s::text[], %(fixed)s::bool[])
           AS t(id, token, error, delay_ms, dead, jitter, entry, fixed) {_BATCH_ROWS})
 UPDATE tenure_jobs j SET
-  state = CASE WHEN t.dead OR j.attempts >= j.max_attempts THEN 'dead' ELSE 'failed' END,
+  state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+    WHEN t.dead OR j.attempts >= j.max_attempts THEN 'dead' ELSE 'failed' END,
   run_at = CASE WHEN t.dead OR j.attempts >= j.max_attempts THEN j.run_at
     WHEN t.fixed THEN {NOW} + t.delay_ms
     WHEN j.retry_delay_ms IS NULL THEN {NOW} + t.delay_ms
@@ -300,10 +301,32 @@ WHERE j.id = %(id)s::text
 RETURNING {J_COLS}
 """
 
+# jobs.request_cancel (tenure.job_control) on a job with a live lease: flag it for its holder
+# (migration 0010's trigger then NOTIFYs tenure_cancel).
+REQUEST_CANCEL = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET cancel_requested_at = coalesce(j.cancel_requested_at, {NOW}), updated_at = {NOW}
+WHERE j.id = %(id)s::text AND j.state = 'leased' AND j.lease_until > {NOW}
+RETURNING {J_COLS}
+"""
+
+# Flagged jobs whose holder is gone (lease expired): cancelled, by the next claim.
+CANCEL_ABANDONED = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET state = 'cancelled', lease_until = NULL, lease_owner = NULL, lease_token = NULL,
+  updated_at = {NOW}
+WHERE j.cancel_requested_at IS NOT NULL AND j.state = 'leased' AND j.lease_until <= {NOW}
+RETURNING {J_COLS}
+"""
+
+# The flagged jobs still leased: what the holders' cancel watch looks for (tenure.cancel_watch).
+CANCEL_FLAGGED = "SELECT id FROM tenure_jobs WHERE cancel_requested_at IS NOT NULL AND state = 'leased'"
+CANCEL_CHANNEL = "tenure_cancel"
+
 REQUEUE = f"""
 WITH {CLOCK}
 UPDATE tenure_jobs j SET state = 'pending', run_at = {NOW}, lease_until = NULL, lease_owner = NULL,
-  lease_token = NULL, updated_at = {NOW}
+  lease_token = NULL, cancel_requested_at = NULL, updated_at = {NOW}
 WHERE j.id = %(id)s::text
   AND (j.state IN ('failed', 'dead', 'cancelled') OR (j.state = 'leased' AND j.lease_until <= {NOW}))
 RETURNING {J_COLS}

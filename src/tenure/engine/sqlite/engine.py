@@ -191,6 +191,20 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
             return self._conn.execute(Q.CANCEL_QUEUED, {"id": job_id, "now": now}).fetchone()
         return self._conn.execute(Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone()
 
+    def job_request_cancel(self, job_id: str, now: int | None) -> JobRow | None:
+        now = _wall_ms() if now is None else now
+        return self._conn.execute(Q.REQUEST_CANCEL, {"id": job_id, "now": now}).fetchone()
+
+    def job_cancel_abandoned(self, now: int | None) -> list[JobRow]:
+        now = _wall_ms() if now is None else now
+        conn = self._conn
+        if conn.execute(Q.CANCEL_FLAGGED + " LIMIT 1").fetchone() is None:
+            return []  # the common case: a read, no write transaction
+        return conn.execute(Q.CANCEL_ABANDONED, {"now": now}).fetchall()
+
+    def job_cancel_flagged(self) -> list[str]:
+        return [r[0] for r in self._conn.execute(Q.CANCEL_FLAGGED)]
+
     def job_requeue(self, job_id, now) -> JobRow | None:
         now = _wall_ms() if now is None else now
         return self._conn.execute(Q.REQUEUE, {"id": job_id, "now": now}).fetchone()

@@ -34,7 +34,7 @@ CLAIM_EXPIRED = """
     SELECT * FROM (
       SELECT j.id, j.priority, j.run_at, j.created_at, j.queue, j.policy, j.singleton_key
       FROM tenure_jobs j INDEXED BY tenure_jobs_leased
-      WHERE j.state = 'leased' AND j.lease_until <= :now
+      WHERE j.state = 'leased' AND j.lease_until <= :now AND j.cancel_requested_at IS NULL
         AND j.queue IN (SELECT value FROM json_each(:queues)) {kind_filter} {group_filter}
       ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)"""
 
@@ -120,7 +120,8 @@ APPEND_ERROR = """(SELECT json_group_array(json(h.value)) FROM (
 
 FAIL = f"""
 UPDATE tenure_jobs SET
-  state = CASE WHEN :dead OR attempts >= max_attempts THEN 'dead' ELSE 'failed' END,
+  state = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+    WHEN :dead OR attempts >= max_attempts THEN 'dead' ELSE 'failed' END,
   run_at = CASE WHEN :dead OR attempts >= max_attempts THEN run_at
     WHEN :fixed THEN :now + :delay_ms
     WHEN retry_delay_ms IS NULL THEN :now + :delay_ms
@@ -156,9 +157,31 @@ WHERE id = :id AND (state IN ('pending', 'failed') OR (state = 'leased' AND leas
 RETURNING {COLS}
 """
 
+# jobs.request_cancel (tenure.job_control) on a job with a live lease: flag it for its holder.
+REQUEST_CANCEL = f"""
+UPDATE tenure_jobs SET cancel_requested_at = coalesce(cancel_requested_at, :now), updated_at = :now
+WHERE id = :id AND state = 'leased' AND lease_until > :now
+RETURNING {COLS}
+"""
+
+# Flagged jobs whose holder is gone (lease expired): cancelled, by the next claim.
+CANCEL_ABANDONED = f"""
+UPDATE tenure_jobs SET state = 'cancelled', lease_until = NULL, lease_owner = NULL, lease_token = NULL,
+  updated_at = :now
+WHERE id IN (SELECT id FROM tenure_jobs INDEXED BY tenure_jobs_cancel_requested
+             WHERE cancel_requested_at IS NOT NULL AND state = 'leased' AND lease_until <= :now)
+RETURNING {COLS}
+"""
+
+# The flagged jobs still leased: what the holders' cancel watch looks for (tenure.cancel_watch).
+CANCEL_FLAGGED = """
+SELECT id FROM tenure_jobs INDEXED BY tenure_jobs_cancel_requested
+WHERE cancel_requested_at IS NOT NULL AND state = 'leased'
+"""
+
 REQUEUE = f"""
 UPDATE tenure_jobs SET state = 'pending', run_at = :now, lease_until = NULL, lease_owner = NULL,
-  lease_token = NULL, updated_at = :now
+  lease_token = NULL, cancel_requested_at = NULL, updated_at = :now
 WHERE id = :id AND (state IN ('failed', 'dead', 'cancelled') OR (state = 'leased' AND lease_until <= :now))
 RETURNING {COLS}
 """

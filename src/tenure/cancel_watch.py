@@ -1,0 +1,99 @@
+"""The holder's side of ``jobs.request_cancel`` (issue 22): each worker watches for cancel
+requests on the jobs it runs and settles them ``cancelled`` with its own lease.
+
+One thread per worker. It wakes on the engine's cancel watcher (PostgreSQL: ``LISTEN
+tenure_cancel``, notified by migration 0010's trigger when a running job is flagged), at the
+latest every :data:`POLL_S` seconds while attempts are in flight (SQLite has no notification
+across processes; on PostgreSQL the poll is the backstop for a lost connection), and at once
+when a request is made in this process. It then reads the ids of the flagged leased jobs (a
+partial index that is empty unless an operator is cancelling something) and hands each of its
+own to :meth:`tenure.worker.Worker._cancel_requested`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .worker import Worker
+
+log = logging.getLogger("tenure.worker")
+
+#: Longest a cancel request waits for its holder to look, without a notification (seconds).
+POLL_S = 0.25
+#: With a notification channel (PostgreSQL), the poll is only a backstop.
+POLL_NOTIFIED_S = 2.0
+
+
+class CancelWatch:
+    """Watches cancel requests for one worker's in-flight attempts (see the module docstring)."""
+
+    def __init__(self, worker: Worker, stop: threading.Event, notified: bool = True) -> None:
+        self.worker = worker
+        self._notified = notified
+        self._stop = stop
+        self._poke = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tenure-cancel-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def poke(self) -> None:
+        """Look now (a request was made in this process)."""
+        self._poke.set()
+
+    def join(self) -> None:
+        self._poke.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _run(self) -> None:
+        watcher = None
+        try:
+            watcher = self.worker.store.engine.cancel_watcher() if self._notified else None
+        except Exception as exc:  # noqa: BLE001 - the poll is the fallback
+            log.info("no cancel-request notifications (%s); polling every %.2fs", exc, POLL_S)
+        try:
+            self._loop(watcher)
+        finally:
+            if watcher is not None:
+                try:
+                    watcher.close()
+                except Exception:  # noqa: BLE001
+                    log.debug("closing the cancel watcher failed", exc_info=True)
+
+    def _loop(self, watcher) -> None:
+        stop, poke = self._stop, self._poke
+        poll = POLL_S if watcher is None else POLL_NOTIFIED_S
+        next_poll = time.monotonic() + poll
+        while not stop.is_set():
+            if watcher is None:
+                woke = poke.wait(max(0.0, next_poll - time.monotonic()))
+            else:
+                try:
+                    woke = watcher.wait(0.05)
+                except Exception:  # noqa: BLE001 - the poll is the fallback
+                    woke = stop.wait(0.05) and False
+                woke = woke or poke.is_set()
+            if not woke and time.monotonic() < next_poll:
+                continue
+            next_poll = time.monotonic() + poll
+            poke.clear()
+            if stop.is_set() or not self.worker._has_attempts():
+                continue
+            try:
+                self.check()
+            except Exception as exc:  # noqa: BLE001 - looked at again on the next turn
+                log.warning("reading cancel requests failed: %s", exc)
+
+    def check(self) -> None:
+        """Read the flagged jobs once and act on this worker's own."""
+        worker = self.worker
+        with worker.store._session(worker._halt) as s:
+            flagged = set(s.job_cancel_flagged())
+        if flagged:
+            for attempt in worker._attempts_of(flagged):
+                worker._cancel_requested(attempt)

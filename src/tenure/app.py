@@ -290,9 +290,10 @@ class App:
         try:
             worker.start()
             try:
-                log.info("tenure worker started: store=%s queues=%s kinds=%s concurrency=%d owner=%s%s",
-                         self.store, ",".join(worker.queues or ["*"]), ",".join(worker.kinds), concurrency,
-                         worker.owner, "" if max_jobs is None else f" max_jobs={max_jobs}")
+                log.info("tenure worker started: store=%s queues=%s kinds=%s concurrency=%d lease=%gs "
+                         "owner=%s%s", self.store, ",".join(worker.queues or ["*"]), ",".join(worker.kinds),
+                         concurrency, worker.lease_ms / 1000, worker.owner,
+                         "" if max_jobs is None else f" max_jobs={max_jobs}")
                 if ready is not None:
                     ready.set()
                 while not stop.wait(0.1):

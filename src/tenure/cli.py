@@ -391,9 +391,13 @@ def _instrument(app: Any, registry_box: list) -> None:
 @click.option("--stop-grace", default=None, type=click.FloatRange(min=0),
               help="Seconds handlers get to wind up on a stop, and after a timeout or cancellation before "
                    "they count as zombie slots (default 5).")
+@click.option("--lease", "lease", default=None, metavar="DURATION",
+              help="Lease of each claimed job (default 30s): how long a job whose worker was killed "
+                   "waits before another claims it; renewed at a third of it while the job runs "
+                   "(e.g. 10s, 2m; at least 1s).")
 def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None, processes: int,
            max_jobs_per_process: int | None, metrics_port: int | None, metrics_host: str,
-           zombie_share: float, stop_grace: float | None) -> None:
+           zombie_share: float, stop_grace: float | None, lease: str | None) -> None:
     """Run a worker over an App's tasks: tenure worker myproject.tasks:app.
 
     With --processes N (or --max-jobs-per-process) the worker runs as N child processes under a
@@ -405,6 +409,8 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
     if stop_grace is not None:
         health["stop_grace"] = stop_grace
     queue_list = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
+    lease_ms = _lease_ms(lease)
+    options: dict[str, Any] = {} if lease_ms is None else {"lease_ms": lease_ms}
     if url:
         _remember_secret(url)
     if processes > 1 or max_jobs_per_process is not None:
@@ -425,7 +431,8 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
             server = serve(registry, metrics_port, metrics_host)
         try:
             rc = run_supervisor(app_spec, processes=processes, max_jobs_per_process=max_jobs_per_process,
-                                concurrency=concurrency, queues=queue_list, url=url, worker_options=health)
+                                concurrency=concurrency, queues=queue_list, url=url, worker_options=health,
+                                **options)
         finally:
             if server is not None:
                 server.shutdown()
@@ -450,13 +457,23 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
     from .worker_health import EXIT_UNHEALTHY
 
     try:
-        app.run_worker(concurrency=concurrency, queues=queue_list, **health)
+        app.run_worker(concurrency=concurrency, queues=queue_list, **health, **options)
     except WorkerUnhealthy as exc:
         click.echo(f"tenure worker: {exc}; exiting with status {EXIT_UNHEALTHY} to be replaced", err=True)
         sys.exit(EXIT_UNHEALTHY)
     finally:
         if server is not None:
             server.shutdown()
+
+
+def _lease_ms(text: str | None) -> int | None:
+    """``--lease``: a duration of at least one second, in ms (None: the worker's default)."""
+    if text is None:
+        return None
+    seconds = parse_duration(text, "--lease")
+    if not 1 <= seconds <= 86_400:
+        raise click.BadParameter(f"{text!r}: a lease must be between 1s and 1d", param_hint="--lease")
+    return int(seconds * 1000)
 
 
 # -- enqueue -----------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from .errors import (
     LeaseSuperseded,
     PageCancelled,
     ScopeSettled,
+    StoreUnavailable,
     TenureError,
 )
 from .handler_control import Discard, Retry
@@ -262,10 +263,24 @@ class _JobsBase:
                 if err is exc:
                     raise
                 raise err from exc
-        with self._session() as s:
-            ids = store.queues.insert(s, jobs, now)
+        try:
+            with self._session() as s:
+                ids = store.queues.insert(s, jobs, now)
+        except StoreUnavailable as exc:
+            if not self._retriable(exc):
+                raise
+            # The connection broke under the insert: it may or may not have committed. The ids
+            # were minted before it, so a repeat changes nothing if it did (an existing id answers
+            # itself); once, on a fresh connection (docs/guarantees.md, "Liveness").
+            with self._session() as s:
+                ids = store.queues.insert(s, jobs, now)
         self._after_enqueue()
         return ids
+
+    def _retriable(self, exc: StoreUnavailable) -> bool:
+        """A root enqueue retries once when the connection was lost mid-call (never inside the
+        caller's transaction, where a repeat is not ours to make)."""
+        return False
 
     def _after_enqueue(self) -> None:
         self._store._wake_local()
@@ -294,6 +309,26 @@ class Jobs(_JobsBase):
 
     def _session(self):
         return self._store._session()
+
+    def _retriable(self, exc: StoreUnavailable) -> bool:
+        return bool(exc.details.get("retriable"))
+
+    def release_lost_claims(self, instance: str, *, keep: Iterable[str] = (),
+                            cancel: threading.Event | None = None) -> list[str]:
+        """Give back every lease stamped with worker ``instance`` except those of the job ids in
+        ``keep``: each job returns to ``pending`` with the attempt the claim counted given back
+        (no handler ever saw it). A worker calls this after a claim whose answer was lost (the
+        connection broke mid-claim: it may have committed), with ``keep`` = the jobs it runs, so
+        those jobs run again at once instead of idling for a whole lease. Answers the job ids."""
+        if not isinstance(instance, str) or not instance:
+            raise InvalidType("instance must be a non-empty string")
+        held = [v.job_id(j) for j in keep]
+        store = self._store
+        with store._session(cancel) as s:
+            ids = s.job_release_lost(instance, held, store._now())
+        if ids:
+            store._wake_local()
+        return ids
 
     # -- claim ---------------------------------------------------------------------------------
     def claim(self, kinds: str | Sequence[str] | None, *, owner: str, lease_ms: int = DEFAULT_LEASE_MS,

@@ -83,7 +83,7 @@ class Supervisor:
                  concurrency: int = 1, queues: list[str] | None = None, url: str | None = None,
                  python: str | None = None, install_signals: bool = True,
                  stop_event: threading.Event | None = None,
-                 worker_options: dict[str, float] | None = None) -> None:
+                 worker_options: dict[str, float] | None = None, lease_ms: int | None = None) -> None:
         if not isinstance(app_spec, str) or ":" not in app_spec:
             raise ValueError(f"app_spec must be module:attribute (e.g. myproject.tasks:app), got {app_spec!r}")
         for name, value in (("processes", processes), ("concurrency", concurrency)):
@@ -98,6 +98,10 @@ class Supervisor:
         self.max_jobs_per_process = max_jobs_per_process
         self.concurrency = concurrency
         self.queues = list(queues) if queues else None
+        if lease_ms is not None and (isinstance(lease_ms, bool) or not isinstance(lease_ms, int) or lease_ms < 1):
+            raise ValueError(f"lease_ms must be a positive integer, got {lease_ms!r}")
+        #: Each child's worker lease (None: the worker's default).
+        self.lease_ms = lease_ms
         self.url = url
         self.python = python or sys.executable
         self.install_signals = install_signals
@@ -126,6 +130,8 @@ class Supervisor:
             cmd += ["--queues", ",".join(self.queues)]
         for name, value in sorted(self.worker_options.items()):
             cmd += [f"--{name.replace('_', '-')}", repr(float(value))]
+        if self.lease_ms is not None:
+            cmd += ["--lease-ms", str(self.lease_ms)]
         if self.url:
             cmd.append("--url-from-env")  # never in argv: ps would show a password
         return cmd
@@ -257,8 +263,8 @@ def run_supervisor(app_spec: str, *, processes: int, max_jobs_per_process: int |
 
     Each child runs ``App.run_worker(concurrency=concurrency, queues=queues,
     max_jobs=max_jobs_per_process, **worker_options)`` on the store at ``url`` (None: the app's
-    own URL, else ``$TENURE_URL``); a child that turns unhealthy exits with status 75 and is
-    replaced. A child that dies is restarted (with a capped backoff while children keep
+    own URL, else ``$TENURE_URL``), with the worker lease ``lease_ms`` when given; a child that
+    turns unhealthy exits with status 75 and is replaced. A child that dies is restarted (with a capped backoff while children keep
     dying young); one that settled ``max_jobs_per_process`` jobs is replaced by a fresh one. The
     first SIGTERM/SIGINT is forwarded to every child as a graceful stop; a second one stops them at
     once. Answers 0 after a graceful stop, 130 after a second signal, 78 when the children cannot
@@ -304,6 +310,8 @@ def _child_main(args: argparse.Namespace) -> int:
     queues = [q for q in args.queues.split(",") if q] if args.queues else None
     options = {k: val for k, val in (("zombie_share", args.zombie_share), ("stop_grace", args.stop_grace))
                if val is not None}
+    if args.lease_ms is not None:
+        options["lease_ms"] = args.lease_ms
     from .errors import WorkerUnhealthy
 
     try:
@@ -325,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--max-jobs", "--max-jobs-per-process", dest="max_jobs", type=int, default=None)
     p.add_argument("--queues", default=None)
+    p.add_argument("--lease-ms", dest="lease_ms", type=int, default=None)
     p.add_argument("--url", default=None)
     p.add_argument("--url-from-env", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--zombie-share", type=float, default=None)
@@ -340,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     options = {k: val for k, val in (("zombie_share", args.zombie_share), ("stop_grace", args.stop_grace))
                if val is not None}
     return run_supervisor(args.app, processes=args.processes, max_jobs_per_process=args.max_jobs,
-                          concurrency=args.concurrency, queues=queues, url=args.url, worker_options=options)
+                          concurrency=args.concurrency, queues=queues, url=args.url, worker_options=options,
+                          lease_ms=args.lease_ms)
 
 
 if __name__ == "__main__":

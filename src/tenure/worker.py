@@ -452,7 +452,15 @@ class Worker:
         self._settlers: list[threading.Thread] = []
         self._stats = dict.fromkeys(
             ("claims", "completions", "failures", "lost_settlements", "cancellations", "renewals",
-             "renewal_errors", "wakes", "polls", "claim_errors", "settle_errors", "timeouts", "snoozes"), 0)
+             "renewal_errors", "wakes", "polls", "claim_errors", "settle_errors", "timeouts", "snoozes",
+             "claims_released"), 0)
+        # Claims whose answer was lost (see _release_lost_claims): claims in progress, and whether
+        # a release is due or running (a release waits for the claims in progress; claims wait
+        # for a release), so the release never gives back a lease a concurrent claim just took.
+        self._claims_cv = threading.Condition()
+        self._claiming = 0
+        self._releasing = False
+        self._lost_claims = False
         self._running = False
         self._threads: list[threading.Thread] = []
         self._watch_thread: threading.Thread | None = None
@@ -616,7 +624,8 @@ class Worker:
         """Counters since construction, plus the current ``in_flight``: ``claims``,
         ``completions``, ``failures``, ``lost_settlements``, ``cancellations``, ``renewals``,
         ``renewal_errors``, ``wakes``, ``polls``, ``claim_errors``, ``settle_errors``, ``timeouts``,
-        ``snoozes``; and the current ``zombies`` and ``healthy`` (a bool) of :meth:`health`."""
+        ``snoozes``, ``claims_released`` (jobs given back after a claim whose answer was
+        lost); and the current ``zombies`` and ``healthy`` (a bool) of :meth:`health`."""
         with self._lock:
             out = dict(self._stats)
             out["in_flight"] = len(self._attempts)
@@ -702,19 +711,27 @@ class Worker:
         jobs = self.store._jobs
         stop, wake = self._stop, self._wake
         while not stop.is_set() and gen == self._generation:
+            if self._lost_claims:
+                self._release_lost_claims(jobs)
             want = self._reserve()
             if want <= 0:
                 wake.wait(self.poll_interval or None)
                 wake.clear()
                 continue
             try:
-                claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want, lease_ms=self.lease_ms,
-                                         queues=self.queues, cancel=stop, instance=self.instance)
+                with self._claim_section():
+                    try:
+                        claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want,
+                                                 lease_ms=self.lease_ms, queues=self.queues, cancel=stop,
+                                                 instance=self.instance)
+                    except BaseException:
+                        self._start_attempts([], want)
+                        raise
+                    self._start_attempts(claims, want)
             except OperationWithdrawn:
-                self._start_attempts([], want)
                 return
             except Exception as exc:  # noqa: BLE001 - counted and logged, never swallowed silently
-                self._start_attempts([], want)
+                self._claim_failed(exc)
                 self._count("claim_errors")
                 if isinstance(exc, StoreClosed) or not isinstance(exc, TenureError):
                     log.error("claim failed: %s", exc)
@@ -723,12 +740,65 @@ class Worker:
                 if stop.wait(max(self.poll_interval, 0.05)):
                     return
                 continue
-            self._start_attempts(claims, want)
             if claims and len(claims) == want:
                 continue  # there may be more: claim again without waiting
             woke = wake.wait(self.poll_interval) if self.poll_interval > 0 else wake.wait()
             wake.clear()
             self._count("wakes" if woke else "polls")
+
+    @contextmanager
+    def _claim_section(self) -> Iterator[None]:
+        """Around a claim and the registration of what it claimed: waits while a lost-claim
+        release runs (and that release waits for the sections in progress)."""
+        cv = self._claims_cv
+        with cv:
+            while self._releasing and not self._stop.is_set():
+                cv.wait(0.05)
+            self._claiming += 1
+        try:
+            yield
+        finally:
+            with cv:
+                self._claiming -= 1
+                cv.notify_all()
+
+    def _claim_failed(self, exc: BaseException) -> None:
+        """A claim raised. When the connection broke under it (TN0005: the server may have
+        committed it and the answer is lost), give back at once whatever it leased to this
+        instance, on the dispatcher's next turn, instead of letting those jobs wait a lease."""
+        if isinstance(exc, StoreUnavailable):
+            self._lost_claims = True
+            self._wake.set()
+
+    def _release_lost_claims(self, jobs) -> None:
+        """Give back the leases stamped with this worker's instance that it does not run (see
+        :meth:`tenure.jobs.Jobs.release_lost_claims`), with no claim of its own in progress. On
+        failure (the store still unreachable) it is tried again on the next turn."""
+        cv = self._claims_cv
+        with cv:
+            self._releasing = True
+            while self._claiming and not self._stop.is_set():
+                cv.wait(0.05)
+        try:
+            if self._stop.is_set():
+                return
+            with self._lock:
+                held = [a.job.id for a in self._attempts.values()]
+            ids = jobs.release_lost_claims(self.instance, keep=held, cancel=self._stop)
+            self._lost_claims = False
+            if ids:
+                self._count("claims_released", len(ids))
+                log.warning("gave back %d job(s) claimed by a call whose answer was lost: %s",
+                            len(ids), ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else ""))
+        except OperationWithdrawn:
+            return
+        except Exception as exc:  # noqa: BLE001 - retried on the next turn
+            log.warning("could not give back lost claims yet (retrying): %s", exc)
+            self._stop.wait(max(min(self.poll_interval, 1.0), 0.05))
+        finally:
+            with cv:
+                self._releasing = False
+                cv.notify_all()
 
     def _reserve(self, settling: Sequence[Attempt] = ()) -> int:
         """How many jobs to claim now, reserved against the free slots (under the worker's lock,
@@ -923,7 +993,7 @@ class Worker:
                 fails.append((attempt, value))
         if completes:
             items = [(a.lease, val) for a, val in completes]
-            with self._refill_section() as allowed:
+            with self._refill_section() as allowed, self._claim_section():
                 errors, claims, want = self._complete_and_refill(jobs, items, [a for a, _ in completes]) \
                     if allowed else (None, [], 0)
                 if errors is not None:
@@ -1028,6 +1098,7 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - rolled back: settle alone, claim later
             self._uncredit(settling)
             self._start_attempts([], want)
+            self._claim_failed(exc)
             if not isinstance(exc, OperationWithdrawn):
                 self._count("claim_errors")
                 log.warning("settle-and-claim failed, settling alone: %s", exc)

@@ -140,3 +140,45 @@ def test_worker_processes_under_the_supervisor(cli, cli_url, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+LEASE_APP = textwrap.dedent("""
+    import tenure
+
+    app = tenure.App()
+
+    @app.task(name="cli.lease")
+    def lease(ctx):
+        return ctx.job.lease_until - ctx.job.updated_at  # the claim stamps both from one clock reading
+""")
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_worker_lease_option_sets_the_lease_of_every_claim(cli, cli_url, tmp_path, processes):
+    """``tenure worker --lease 7s`` (issue 19): the kill -9 recovery time is the operator's choice,
+    in one process and under the supervisor; a lease under a second is refused in one line."""
+    (tmp_path / "leaseapp.py").write_text(LEASE_APP)
+    store = tenure.connect(cli_url)
+    try:
+        store.jobs.enqueue_many([{"kind": "cli.lease", "payload": {"args": [], "kwargs": {}}} for _ in range(4)])
+        proc = subprocess.Popen([cli.bin, "worker", "leaseapp:app", "--url", cli_url, "--lease", "7s",
+                                 "--processes", str(processes)], cwd=tmp_path, env=cli.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while store.jobs.counts()["done"] < 4:
+                assert time.monotonic() < deadline, "the jobs were not done"
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+            assert proc.returncode == 0, err
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert [j.result for j in store.jobs.page(state="done").items] == [7000] * 4
+    finally:
+        store.close()
+    res = cli("worker", "leaseapp:app", "--lease", "500ms", expect=2)
+    assert "--lease" in res.err and "between 1s and 1d" in res.err

@@ -10,8 +10,9 @@ Why it looks the way it does:
 * **Sessions autocommit**; a multi-statement operation (a limited claim, a chunked bulk insert)
   opens its own transaction, or joins the caller's when there is one.
 * **A dead connection never poisons the pool**: a connection idle for more than
-  :data:`CHECK_IDLE_AFTER` seconds is checked (one empty round trip) before it is handed out,
-  and one that broke in use is discarded by the pool when it comes back.
+  :data:`CHECK_IDLE_AFTER` seconds (and, for a moment after a connection was lost, every
+  connection) is checked (one empty round trip) before it is handed out, and one that broke in use
+  is discarded by the pool when it comes back.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ from .queues import PostgresQueuesMixin
 #: idle connection is dead; one returned a moment ago almost never is, and skipping its check
 #: saves a round trip on the hot path).
 CHECK_IDLE_AFTER = 1.0
+#: After a connection is lost, every pooled connection is checked before use for this long (s).
+SUSPECT_AFTER_LOSS = 2.0
 #: Rows per INSERT statement of a bulk enqueue (bounded parameter size; one transaction overall).
 INSERT_CHUNK = 5_000
 #: Options tenure reads from the URL's query string (everything else goes to libpq).
@@ -545,6 +548,11 @@ def _poll(fds: list[int], timeout: float) -> set[int]:
     return {fd for fd, _ in poller.poll(max(math.ceil(timeout * 1000), 0))}
 
 
+def _stamp_new(conn: psycopg.Connection) -> None:
+    """A new pooled connection counts as just used: it is not checked before its first use."""
+    conn._tenure_returned = time.monotonic()  # type: ignore[attr-defined]
+
+
 # -- the engine ----------------------------------------------------------------------------------
 
 
@@ -589,6 +597,7 @@ class PostgresEngine(Engine):
         except psycopg.ProgrammingError as exc:
             raise InvalidURL(f"cannot parse {redact_url(url)!r}: {self._scrub(str(exc))}") from None
         self._pool: ConnectionPool | None = None
+        self._verify_until = 0.0
         self._closed = False
         self._lock = threading.Lock()
         self._watchers: weakref.WeakSet[PostgresWatcher] = weakref.WeakSet()
@@ -609,7 +618,7 @@ class PostgresEngine(Engine):
             pool = ConnectionPool(
                 self.conninfo, min_size=self.pool_min, max_size=self.pool_max, open=False,
                 kwargs={"autocommit": True, "prepare_threshold": self.prepare_threshold},
-                check=_check_idle, timeout=self.pool_timeout,
+                configure=_stamp_new, timeout=self.pool_timeout,
                 name="tenure", num_workers=2)
             pool.open(wait=self.pool_min > 0, timeout=max(self.connect_timeout, 2))
         except TenureError:
@@ -681,6 +690,7 @@ class PostgresEngine(Engine):
         ``pool.connection()``). The wait for one is bounded by ``pool_timeout``; a set ``cancel``
         withdraws it with :class:`OperationWithdrawn` before anything ran."""
         pool = self._live()
+        started = time.monotonic()
         if cancel is None:
             conn = pool.getconn()
         else:
@@ -698,6 +708,9 @@ class PostgresEngine(Engine):
                     if time.monotonic() >= deadline:
                         raise PoolTimeout(f"couldn't get a connection after {self.pool_timeout:.2f} sec") \
                             from None
+        if started < self._verify_until or \
+                started - getattr(conn, "_tenure_returned", started) > CHECK_IDLE_AFTER:
+            conn = self._verified(pool, conn, started + self.pool_timeout)
         try:
             with conn:  # a pooled connection is not closed by this, only committed/rolled back
                 yield conn
@@ -761,6 +774,30 @@ class PostgresEngine(Engine):
         with self.session() as s:
             s.execute(s.execute(Q.TRUNCATE_STATEMENT).fetchone()[0])
 
+    def _verified(self, pool: ConnectionPool, conn: psycopg.Connection, deadline: float) -> psycopg.Connection:
+        """Check a connection (one empty round trip) before use when it sat idle longer than
+        :data:`CHECK_IDLE_AFTER` (the server may have dropped it: a restart, an idle timeout), and
+        every connection for :data:`SUSPECT_AFTER_LOSS` seconds after one was lost (terminated
+        backends, a failover: its siblings are likely dead too, and a retry must get a live one).
+        A dead one is discarded and the next taken at once, up to ``pool_max + 1`` of them (the
+        pool's own check loop would sleep a second, then two, ... between tries)."""
+        for _ in range(self.pool_max + 1):
+            now = time.monotonic()
+            if now >= self._verify_until and now - getattr(conn, "_tenure_returned", now) <= CHECK_IDLE_AFTER:
+                return conn
+            try:
+                ConnectionPool.check_connection(conn)
+                return conn
+            except Exception:  # noqa: BLE001 - any failure: the connection is not usable
+                self._suspect()
+                pool.putconn(conn)  # broken: the pool discards it and opens another
+                conn = pool.getconn(timeout=max(deadline - time.monotonic(), 0.001))
+        return conn
+
+    def _suspect(self) -> None:
+        """A connection was lost: check every pooled connection before use for a while."""
+        self._verify_until = time.monotonic() + SUSPECT_AFTER_LOSS
+
     # -- errors ------------------------------------------------------------------------------
     def _scrub(self, text: str) -> str:
         return scrub(text, self._secrets)
@@ -790,14 +827,12 @@ class PostgresEngine(Engine):
             return ReadOnlyStore(f"{where} cannot be written (SQLSTATE {state}): {detail}")
         if state.startswith("08") or state.startswith("57P") or state == "53300" or \
                 isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
-            return StoreUnavailable(f"lost or could not reach {where}: {detail}")
+            # ``retriable``: the connection broke (or never opened); a call whose repeat is
+            # harmless (an enqueue with its minted ids) may retry once on a fresh connection.
+            self._suspect()
+            return StoreUnavailable(f"lost or could not reach {where}: {detail}", retriable=True)
         return StorageError(f"PostgreSQL error on {where} (SQLSTATE {state or 'none'}): {detail}")
 
 
-def _check_idle(conn: psycopg.Connection) -> None:
-    """The pool's check: one empty round trip, only for a connection idle long enough that the
-    server may have dropped it (a restart, an idle timeout); raising discards it."""
-    if time.monotonic() - getattr(conn, "_tenure_returned", 0.0) > CHECK_IDLE_AFTER:
-        ConnectionPool.check_connection(conn)
 
 

@@ -114,6 +114,19 @@ removed AS (DELETE FROM tenure_workers w USING dead d WHERE w.id = d.id RETURNIN
 SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM removed)
 """
 
+# A worker's claims whose answer it never saw (the connection broke mid-claim): every lease stamped
+# with its instance that it does not hold in flight goes back to pending, its attempt given back
+# (the claim never reached a handler), instead of idling until the lease expires; a lease already
+# expired is given back too (the next claim would otherwise count an attempt that never ran). The
+# generation keeps its bump, so the lost lease's token can never settle anything.
+RELEASE_LOST_CLAIMS = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET state = 'pending', attempts = greatest(j.attempts - 1, 0), lease_until = NULL,
+  lease_owner = NULL, lease_token = NULL, lease_instance = NULL, updated_at = {NOW}
+WHERE j.state = 'leased' AND j.lease_instance = %(instance)s::text AND j.id <> ALL(%(keep)s::text[])
+RETURNING j.id
+"""
+
 # -- sweeps ---------------------------------------------------------------------------------------
 
 EXPIRE_QUEUED = f"""
@@ -229,6 +242,12 @@ class PostgresMaintenanceMixin:
         row = self._one(WORKER_REAP, {"dead_before": dead_before, "keep": list(keep), "now": now,
                                       "limit": limit})
         return int(row[0]), int(row[1])
+
+    def job_release_lost(self, instance: str, keep: Sequence[str], now: int | None) -> list[str]:
+        """Give back the leases stamped with ``instance`` except those of the jobs in ``keep`` (the
+        ones its worker holds): pending again, one attempt fewer. Answers the ids released."""
+        return [r[0] for r in self._conn.execute(RELEASE_LOST_CLAIMS, {"instance": instance,
+                                                                        "keep": list(keep), "now": now})]
 
     # -- sweeps ---------------------------------------------------------------------------------
     def job_expire_queued(self, now: int | None, error: str, limit: int) -> int:

@@ -97,6 +97,14 @@ WHERE state = 'leased' AND lease_until > :now
   AND lease_instance IN (SELECT value FROM json_each(:instances))
 """
 
+# A worker's claims whose answer it never saw: see the PostgreSQL statement of the same name.
+RELEASE_LOST_CLAIMS = """
+UPDATE tenure_jobs SET state = 'pending', attempts = max(attempts - 1, 0), lease_until = NULL,
+  lease_owner = NULL, lease_token = NULL, lease_instance = NULL, updated_at = :now
+WHERE state = 'leased' AND lease_instance = :instance AND id NOT IN (SELECT value FROM json_each(:keep))
+RETURNING id
+"""
+
 # -- sweeps ---------------------------------------------------------------------------------------
 
 # Queued jobs past their queue's retention (keep_until) become dead, oldest first.
@@ -226,7 +234,16 @@ class SQLiteMaintenanceMixin:
         finally:
             _end(conn, opened, ok)
 
+    def job_release_lost(self, instance: str, keep: Sequence[str], now: int | None) -> list[str]:
+        """Give back the leases stamped with ``instance`` except those of the jobs in ``keep`` (the
+        ones its worker holds): pending again, one attempt fewer. Answers the ids released."""
+        now = _wall_ms() if now is None else now
+        return [r[0] for r in self._conn.execute(RELEASE_LOST_CLAIMS, {"instance": instance,
+                                                                        "keep": json.dumps(list(keep)),
+                                                                        "now": now})]
+
     # -- sweeps ---------------------------------------------------------------------------------
+
     def job_expire_queued(self, now: int | None, error: str, limit: int) -> int:
         """Queued (pending/failed) jobs with ``keep_until <= now`` -> dead with ``error``."""
         now = _wall_ms() if now is None else now

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from .errors import TenureError
 from .handler_control import Discard, Retry, Snooze
-from .records import STATES, Checkpoint, Claim, Job, Lease, Page, SweepResult
+from .records import STATES, Checkpoint, Claim, Job, Lease, Page, SweepResult, Undecodable
 from .store import Store, connect
 
 __all__ = [
     "STATES", "Checkpoint", "Claim", "Discard", "Job", "Lease", "Page", "Retry", "Snooze", "Store",
-    "SweepResult", "TenureError", "connect", "App",
+    "SweepResult", "TenureError", "Undecodable", "connect", "App",
 ]
 __version__ = "0.1.0"
 

@@ -18,6 +18,7 @@ import math
 import re
 from typing import Any
 
+from . import _sanitize
 from .errors import InvalidArgument, InvalidType, PayloadTooLarge
 
 MAX_NAME = 200
@@ -224,15 +225,19 @@ def duration_ms(value: Any, what: str, *, seconds: bool = False, positive: bool 
 
 
 def dump_json(value: Any, what: str, limit: int = MAX_PAYLOAD_BYTES) -> str:
-    """JSON text for a payload or result; NaN/inf and non-JSON types are refused."""
+    """JSON text for a payload or result that the store can hold and a worker can decode:
+    NaN/inf and non-JSON types are refused (TN1002), nesting deeper than 100 (TN1001), a lone
+    surrogate (TN1004, :func:`tenure._sanitize.storable_json`)."""
     try:
         text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise InvalidType(f"{what} must be JSON-serialisable: {exc}") from None
     except RecursionError:
         raise InvalidArgument(f"{what} is nested too deeply to serialise") from None
+    _sanitize.check_storable(text, what)
     if len(text) > limit and len(text.encode("utf-8")) > limit:
         raise PayloadTooLarge(f"{what} is {len(text.encode('utf-8'))} bytes of JSON; the limit is {limit}")
+    _sanitize.check_depth(text, what)
     return text
 
 

@@ -23,6 +23,7 @@ import json
 import traceback as _tb
 from typing import Any
 
+from . import _sanitize
 from ._validate import error_message
 from .engine.base import HISTORY_KEEP
 from .records import Lease
@@ -71,7 +72,8 @@ def entry(error: Any, lease: Lease, now: int | None, **details: Any) -> dict[str
         "owner": lease.owner,
     }
     out.update(details)
-    return out
+    # storable on every engine: no NUL (PostgreSQL's jsonb refuses \u0000), no lone surrogate
+    return {k: _sanitize.storable_text(val) if isinstance(val, str) else val for k, val in out.items()}
 
 
 def entry_json(error: Any, lease: Lease, now: int | None, **details: Any) -> str:

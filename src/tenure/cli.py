@@ -647,11 +647,13 @@ def jobs_show(job_id: str, url: str | None, as_json: bool) -> None:
               ("cancel requested", fmt_ms(job.cancel_requested_at) if job.cancel_requested_at else "")]
     print_table(["field", "value"], fields)
     click.echo("payload:")
-    click.echo(json.dumps(job.payload, indent=2, ensure_ascii=False))
+    click.echo(json.dumps(job.payload, indent=2, ensure_ascii=False, default=_jsonable))
     if job.result is not None:
         click.echo("result:")
-        click.echo(json.dumps(job.result, indent=2, ensure_ascii=False))
-    if job.errors:
+        click.echo(json.dumps(job.result, indent=2, ensure_ascii=False, default=_jsonable))
+    if job.errors and not isinstance(job.errors, list):  # a tenure.Undecodable history
+        click.echo(f"error history: cannot be decoded ({getattr(job.errors, 'reason', '?')})")
+    elif job.errors:
         click.echo(f"error history ({len(job.errors)} failed attempt(s), oldest first):")
         for e in job.errors:
             took = f", {e['duration_ms']} ms" if e.get("duration_ms") is not None else ""

@@ -16,6 +16,7 @@ __all__ = [
     "InvalidArgument",
     "InvalidType",
     "PayloadTooLarge",
+    "UnstorableValue",
     "LeaseNotHeld",
     "LeaseSuperseded",
     "LeaseExpired",
@@ -35,6 +36,7 @@ __all__ = [
     "StoreCorrupt",
     "SchemaTooNew",
     "InvalidURL",
+    "UnreadableJob",
     "PageCancelled",
     "DeadlineExceeded",
     "QueueNotFound",
@@ -89,6 +91,16 @@ class PayloadTooLarge(InvalidArgument):
     """A payload or result larger than the store's documented limit (1 MiB of JSON by default)."""
 
     code = "TN1003"
+
+
+class UnstorableValue(InvalidArgument):
+    """A value the store cannot hold or read back: a string with a lone surrogate (not UTF-8),
+    a handler's result that cannot be encoded as JSON, an item of a settle batch the database
+    refused. Refused at the call for a payload; a handler's result fails its attempt with this
+    code (retried like any failure, dead after ``max_attempts``), never loops (docs/guarantees.md,
+    "Liveness: every outcome settles")."""
+
+    code = "TN1004"
 
 
 # --- the fence (JOBS-FORMAT §3, §9) -----------------------------------------------------------
@@ -224,6 +236,14 @@ class InvalidURL(TenureError, ValueError):
     code = "TN0007"
 
 
+class UnreadableJob(StorageError):
+    """A stored job whose payload (or result, or headers) cannot be decoded, e.g. text written
+    by foreign SQL. A claim that meets one settles that job alone ``dead`` with this code in
+    ``last_error`` and never fails; listings show it with a :class:`tenure.Undecodable` value."""
+
+    code = "TN0008"
+
+
 # --- paging ------------------------------------------------------------------------------------
 
 
@@ -294,10 +314,10 @@ FENCE_CODES = frozenset({LeaseNotHeld.code, LeaseSuperseded.code, LeaseExpired.c
 ERROR_TABLE: dict[str, type[TenureError]] = {
     cls.code: cls
     for cls in [
-        InvalidArgument, InvalidType, PayloadTooLarge, LeaseNotHeld, LeaseSuperseded, LeaseExpired,
+        InvalidArgument, InvalidType, PayloadTooLarge, UnstorableValue, LeaseNotHeld, LeaseSuperseded, LeaseExpired,
         LeaseRequired, ResumeMismatch, ScopeSettled, NestedRootCall, OperationWithdrawn, HandlersLeftRunning, StoreClosed,
         StorageError, ReadOnlyStore, StoreBusy, StorageFull, StoreUnavailable, StoreLimitExceeded,
-        StoreCorrupt, SchemaTooNew, InvalidURL,
+        StoreCorrupt, SchemaTooNew, InvalidURL, UnreadableJob,
         PageCancelled, DeadlineExceeded, QueueNotFound, QueueNotEmpty, InvalidSchedule, JobDead,
         JobCancelled, ResultTimeout, WorkerUnhealthy,
     ]

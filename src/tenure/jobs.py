@@ -8,11 +8,13 @@ dialect-specific.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import _sanitize
 from . import _validate as v
 from .attempt_history import entry_json
 from .engine.base import TOKEN_INDEX, JobRow, NewJob, Session, Settle
@@ -27,12 +29,16 @@ from .errors import (
     LeaseSuperseded,
     PageCancelled,
     ScopeSettled,
+    StorageError,
+    StoreLimitExceeded,
     StoreUnavailable,
     TenureError,
+    UnreadableJob,
+    UnstorableValue,
 )
 from .handler_control import Discard, Retry
 from .job_control import cancel_abandoned, request_cancel
-from .records import Checkpoint, Claim, Job, Lease, Page, SweepResult
+from .records import Checkpoint, Claim, Job, Lease, Page, SweepResult, Undecodable
 from .tracing import enqueue_headers
 
 if TYPE_CHECKING:
@@ -47,18 +53,51 @@ SWEEP_BATCH = 1_000
 #: The largest lease generation a row can hold (an INTEGER column on both engines).
 MAX_GENERATION = 2**31 - 1
 _loads = json.loads
+log = logging.getLogger("tenure.jobs")
 
 
-def row_to_job(r: JobRow) -> Job:
-    """The public record for an engine row: JSON decoded, token dropped."""
+def _decoded(r: JobRow) -> Job:
+    """The public record for an engine row: JSON decoded, token dropped. Raises what the decoder
+    raises on a column that cannot be decoded."""
     p, res, h, e = r[2], r[11], r[21], r[22]
     return Job(r[0], r[1], None if p is None else _loads(p), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
                None if res is None else _loads(res), r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19],
                r[20], None if h is None else _loads(h), [] if e is None else _loads(e), r[23])
 
 
+def row_to_job(r: JobRow) -> Job:
+    """The public record for an engine row: JSON decoded, token dropped. Never fails on what the
+    row holds: a column that cannot be decoded reads as a :class:`~tenure.records.Undecodable`
+    marker, so ``get()``, ``page()`` and every listing still show the job."""
+    try:
+        return _decoded(r)
+    except Exception:  # noqa: BLE001 - RecursionError, ValueError: whatever foreign text holds
+        return _tolerant(r)
+
+
+def _tolerant(r: JobRow) -> Job:
+    """:func:`_decoded`, each column that cannot be decoded read as an Undecodable marker."""
+    dec = _sanitize.decode_column
+    e = r[22]
+    return Job(r[0], r[1], dec(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], dec(r[11]),
+               r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], dec(r[21]),
+               [] if e is None else dec(e), r[23])
+
+
 def row_to_claim(r: JobRow) -> Claim:
-    job = row_to_job(r)
+    """The claim of a freshly leased row; :class:`UnreadableJob` (TN0008) when a column cannot be
+    decoded (the caller settles that job dead alone, :meth:`Jobs._claims`)."""
+    try:
+        job = _decoded(r)
+    except Exception as exc:  # noqa: BLE001
+        job = _tolerant(r)
+        bad = [(name, value) for name, value in (("payload", job.payload), ("result", job.result),
+                                                 ("headers", job.headers)) if isinstance(value, Undecodable)]
+        if bad or not isinstance(job.errors, Undecodable):  # an unreadable history alone still runs
+            why = "; ".join(f"{name}: {val.reason}" for name, val in bad) or \
+                f"{type(exc).__name__}: {_sanitize.message(exc)}"
+            raise UnreadableJob(f"job {r[0]!r} cannot be decoded ({why}); it was settled dead without "
+                                "running", job_id=r[0]) from exc
     return Claim(job, Lease(job.id, r[TOKEN_INDEX], job.lease_generation, job.attempts, job.lease_owner,
                             job.lease_until))
 
@@ -142,6 +181,25 @@ def _first_of_each(items: Sequence[tuple[Lease, Any]]) -> tuple[Sequence[tuple[L
 def _spread(answers: list, where: list[int] | None) -> list:
     """Each original item's answer: its first occurrence's (see :func:`_first_of_each`)."""
     return answers if where is None else [answers[i] for i in where]
+
+
+def _item_specific(exc: BaseException) -> bool:
+    """Whether the database refused a settle batch for what an item holds (a data error, a
+    trigger, text the driver cannot encode), rather than for being busy, unreachable or closed:
+    only then is each item worth writing alone."""
+    if isinstance(exc, TenureError):
+        # the generic class, or a hard limit a value passed; busy/unavailable/full are not
+        return type(exc) is StorageError or isinstance(exc, StoreLimitExceeded)
+    return isinstance(exc, ValueError)  # UnicodeEncodeError, a driver's DataError spelt raw
+
+
+def _merge(settled: list[TenureError | None], unstorable: dict[int, TenureError],
+           n: int) -> list[TenureError | None]:
+    """Answers in the caller's order: the settled items' answers around the unstorable ones."""
+    if not unstorable:
+        return settled
+    it = iter(settled)
+    return [unstorable[i] if i in unstorable else next(it) for i in range(n)]
 
 
 class _JobsBase:
@@ -359,14 +417,28 @@ class Jobs(_JobsBase):
         v.lease_ms(lease_ms)
         v.positive_int(limit, "limit", maximum=10_000)
         with self._store._session(cancel) as s:
-            return self._claim_in(s, kinds_l, queues_l, owner, lease_ms, limit, instance)
+            cancel_abandoned(self._store, s)
+            rows = s.job_claim(kinds=kinds_l, queues=queues_l, owner=owner, lease_ms=lease_ms,
+                               now=self._store._now(), limit=limit, instance=instance)
+        return self._claims(rows)
 
-    def _claim_in(self, s: Session, kinds, queues, owner: str, lease_ms: int, limit: int,
-                  instance: str | None = None) -> list[Claim]:
-        cancel_abandoned(self._store, s)
-        rows = s.job_claim(kinds=kinds, queues=queues, owner=owner, lease_ms=lease_ms,
-                           now=self._store._now(), limit=limit, instance=instance)
-        return [row_to_claim(r) for r in rows]
+    def _claims(self, rows: Sequence[JobRow]) -> list[Claim]:
+        """The claims of freshly leased rows. A row that cannot be decoded is never handed out
+        (nor does it fail the claim or its batch-mates): it is settled ``dead`` alone, with
+        TN0008 in ``last_error`` (docs/guarantees.md, "Liveness: every outcome settles")."""
+        out: list[Claim] = []
+        unreadable: list[tuple[Lease, UnreadableJob]] = []
+        for r in rows:
+            try:
+                out.append(row_to_claim(r))
+            except UnreadableJob as err:
+                unreadable.append((Lease(r[0], r[TOKEN_INDEX], r[9], r[5], r[8], r[7]), err))
+        if unreadable:
+            try:
+                self.fail_many(unreadable, dead=True)
+            except Exception:  # noqa: BLE001 - its lease expires; the next claim settles it
+                log.warning("settling %d undecodable job(s) dead failed", len(unreadable), exc_info=True)
+        return out
 
     # -- settle --------------------------------------------------------------------------------
     def renew(self, lease: Lease, lease_ms: int | None = None, *extra: Any,
@@ -386,7 +458,8 @@ class Jobs(_JobsBase):
 
     def complete(self, lease: Lease, result: Any = None, *extra: Any) -> None:
         """Settle the attempt as done with ``result`` (JSON). Refused by code when the lease is
-        not current; a repeat from the same attempt is a no-op."""
+        not current; a repeat from the same attempt is a no-op. A result the store cannot hold
+        is refused at the call (TN1002/TN1004; nothing written, the lease stays usable)."""
         lease = _check_lease(lease, "complete", extra)
         text = None if result is None else v.dump_json(result, "result", self._store.max_payload_bytes)
         err = self.complete_many([(lease, text)], encoded=True)[0]
@@ -396,16 +469,55 @@ class Jobs(_JobsBase):
     def complete_many(self, items: Sequence[tuple[Lease, Any]], *, encoded: bool = False,
                       session: Session | None = None,
                       cancel: threading.Event | None = None) -> list[TenureError | None]:
-        """Fenced completions in one transaction; answers, per item, None or the refusal. The same
-        lease twice in one batch: the first item's result stands, the later one is answered as
-        the first was (docs/spec.md D1)."""
+        """Fenced completions in one transaction; answers, per item, None or the refusal.
+
+        One item the store cannot hold never keeps the rest from settling: a result that cannot
+        be encoded or stored (not JSON, a lone surrogate, nested past 100, or refused by the
+        database when written) leaves the others to complete, and that attempt is then FAILED
+        with :class:`~tenure.errors.UnstorableValue` (TN1004) as its error (retried within
+        ``max_attempts`` like any failure); its answer is that error. With ``session`` (the
+        caller's transaction) such an item is only answered, never failed here. The same lease
+        twice in one batch: the first item's result stands, the later one is answered as the
+        first was (docs/spec.md D1)."""
         items, where = _first_of_each(items)
-        batch = self._completions(items, encoded)
+        batch, unstorable = self._completions(items, encoded)
         now = self._store._now()
         if session is not None:
-            return _spread(self._answers(session, session.job_complete(batch, now), batch, items, now), where)
-        with self._store._session(cancel) as s:
-            return _spread(self._answers(s, s.job_complete(batch, now), batch, items, now), where)
+            out = self._answers(session, session.job_complete(batch, now), batch, items, now) \
+                if batch else []
+            return _spread(_merge(out, unstorable, len(items)), where)
+        out = self._complete_isolated(batch, [it for i, it in enumerate(items) if i not in unstorable],
+                                      cancel, unstorable, [i for i in range(len(items)) if i not in unstorable])
+        if unstorable:
+            failed = self.fail_many([(items[i][0], err) for i, err in unstorable.items()], cancel=cancel)
+            for (i, err), res in zip(list(unstorable.items()), failed, strict=True):
+                unstorable[i] = res if isinstance(res, TenureError) else err
+        return _spread(_merge(out, unstorable, len(items)), where)
+
+    def _complete_isolated(self, batch: list[Settle], items: list, cancel, unstorable: dict[int, TenureError],
+                           positions: list[int]) -> list[TenureError | None]:
+        """Complete ``batch`` in one transaction; when the database refuses it for what an item
+        holds (not for being busy or unreachable), complete each item alone, and record each one
+        that fails alone in ``unstorable`` (by its position in the caller's items)."""
+        if not batch:
+            return []
+        store = self._store
+        try:
+            with store._session(cancel) as s:
+                now = store._now()
+                return self._answers(s, s.job_complete(batch, now), batch, items, now)
+        except Exception as exc:
+            if not _item_specific(exc):
+                raise
+            if len(batch) == 1:
+                unstorable[positions[0]] = UnstorableValue(
+                    f"the result of job {batch[0].job_id!r} could not be stored: {_sanitize.message(exc)}",
+                    job_id=batch[0].job_id)
+                return []
+        out: list[TenureError | None] = []
+        for one, item, pos in zip(batch, items, positions, strict=True):
+            out.extend(self._complete_isolated([one], [item], cancel, unstorable, [pos]))
+        return out
 
     def complete_and_claim(self, items: Sequence[tuple[Lease, Any]], kinds: Sequence[str] | None, *,
                            owner: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None,
@@ -416,9 +528,14 @@ class Jobs(_JobsBase):
         one commit and one trip to the store per cycle instead of two. Each completion is fenced
         exactly as in :meth:`complete_many` and answered the same way; the claim is
         :meth:`claim_many`'s (same statement, same order, same limits). Nothing lands if the
-        transaction fails. ``kinds``/``queues`` are trusted (the worker validated them)."""
+        transaction fails (the worker then settles the batch with :meth:`complete_many`, which
+        isolates an item the database refuses). ``kinds``/``queues`` are trusted (the worker
+        validated them). An item whose text cannot be stored is refused before anything is
+        written (:class:`~tenure.errors.UnstorableValue`)."""
         items, where = _first_of_each(items)
-        batch = self._completions(items, True)
+        batch, unstorable = self._completions(items, True)
+        if unstorable:
+            raise next(iter(unstorable.values()))
         store = self._store
         with store._session(cancel) as s:
             cancel_abandoned(store, s)
@@ -426,16 +543,29 @@ class Jobs(_JobsBase):
             done, rows = s.job_complete_and_claim(batch, now, kinds=kinds, queues=queues, owner=owner,
                                                   lease_ms=lease_ms, limit=limit, instance=instance)
             errors = self._answers(s, done, batch, items, now)
-        return _spread(errors, where), [row_to_claim(r) for r in rows]
+        return _spread(errors, where), self._claims(rows)
 
-    def _completions(self, items: Sequence[tuple[Lease, Any]], encoded: bool) -> list[Settle]:
+    def _completions(self, items: Sequence[tuple[Lease, Any]], encoded: bool
+                     ) -> tuple[list[Settle], dict[int, TenureError]]:
+        """The settlements of ``items`` whose result the store can hold, and, by position, the
+        coded reason of each one it cannot (TN1004; TN1002/TN1001 wrapped in TN1004)."""
         limit = self._store.max_payload_bytes
         batch = []
-        for lease, result in items:
-            if not encoded:
-                result = None if result is None else v.dump_json(result, "result", limit)
+        unstorable: dict[int, TenureError] = {}
+        for i, (lease, result) in enumerate(items):
+            try:
+                if not encoded:
+                    result = None if result is None else v.dump_json(result, "result", limit)
+                elif result is not None:
+                    if not isinstance(result, str):
+                        raise InvalidType(f"an encoded result must be JSON text, got {type(result).__name__}")
+                    _sanitize.storable_json(result, "result")
+            except TenureError as exc:
+                unstorable[i] = exc if isinstance(exc, UnstorableValue) else UnstorableValue(
+                    f"the result of job {lease.job_id!r} cannot be stored: {exc}", job_id=lease.job_id)
+                continue
             batch.append(Settle(lease.job_id, lease.token, result=result, generation=lease.generation))
-        return batch
+        return batch, unstorable
 
     def _answers(self, s: Session, done: set[str], batch, items, now) -> list[TenureError | None]:
         """Per item: None when it settled, else its refusal, read from the row as it is now."""
@@ -445,21 +575,23 @@ class Jobs(_JobsBase):
         if len(done) == len(batch) and not shared:
             return [None] * len(batch)
         out: list[TenureError | None] = []
-        for (lease, _), item in zip(items, batch, strict=True):
+        for item in batch:
             if item.job_id in done and not shared:
                 out.append(None)
             else:
-                out.append(refusal(s.job_get(lease.job_id), lease, self._store._now_or(s, now), "complete"))
+                lease = Lease(item.job_id, item.token, item.generation, 0, "", 0)
+                out.append(refusal(s.job_get(item.job_id), lease, self._store._now_or(s, now), "complete"))
         return out
 
     def fail(self, lease: Lease, error: Any, *extra: Any, backoff_base_ms: int | None = None,
              backoff_cap_ms: int | None = None, dead: bool = False) -> Job:
         """Record a failed attempt: ``failed`` with ``run_at = now + backoff`` while attempts
         remain, else ``dead`` (terminal; copied to the queue's dead-letter queue, if any). The
-        message is kept in ``last_error`` and, with the exception's class path and traceback, as
-        one more entry of ``Job.errors`` (:mod:`tenure.attempt_history`). A :class:`tenure.Retry`
-        error retries after its own delay; a :class:`tenure.Discard` is dead at once. Answers the
-        settled record."""
+        message is kept in ``last_error``, made storable (NUL and lone surrogates escaped, at
+        most 16 384 characters: :func:`tenure._sanitize.error_text`), and, with the exception's
+        class path and traceback, as one more entry of ``Job.errors``
+        (:mod:`tenure.attempt_history`). A :class:`tenure.Retry` error retries after its own
+        delay; a :class:`tenure.Discard` is dead at once. Answers the settled record."""
         lease = _check_lease(lease, "fail", extra)
         out = self.fail_many([(lease, error)], backoff_base_ms=backoff_base_ms,
                              backoff_cap_ms=backoff_cap_ms, dead=dead)[0]
@@ -471,10 +603,12 @@ class Jobs(_JobsBase):
                   backoff_cap_ms: int | None = None, dead: bool = False,
                   cancel: threading.Event | None = None,
                   details: Sequence[dict[str, Any]] | None = None) -> list[Job | TenureError]:
-        """Fenced failures in one transaction; answers, per item, the settled record or the
-        refusal. The same lease twice in one batch: the first item's error stands, the later one
-        is answered as the first was (docs/spec.md D1). ``details`` (one dict per item) are added
-        to each item's error-history entry."""
+        """Fenced failures in one transaction (see :meth:`fail`); answers, per item, the settled
+        record or the refusal. The same lease twice in one batch: the first item's error stands,
+        the later one is answered as the first was (docs/spec.md D1). ``details`` (one dict per
+        item) are added to each item's error-history entry. When the database refuses the batch
+        for what one item holds, each item is written alone, and one still refused is stored
+        with a plain-ASCII TN1004 message instead of its own, so every failure settles."""
         if details is not None:
             items = [(lease, (error, d)) for (lease, error), d in zip(items, details, strict=True)]
         items, where = _first_of_each(items)
@@ -489,11 +623,41 @@ class Jobs(_JobsBase):
                 error, detail = error
             rand = store._random()
             fixed = isinstance(error, Retry)
-            batch.append(Settle(lease.job_id, lease.token, error=v.error_message(error),
+            batch.append(Settle(lease.job_id, lease.token, error=_sanitize.error_text(error),
                                 delay_ms=error.delay_ms if fixed else backoff_ms(lease.attempt, rand, base, cap),
                                 dead=dead or isinstance(error, Discard), generation=lease.generation,
                                 jitter=0.5 + rand / 2, fixed_delay=fixed,
                                 entry=entry_json(error, lease, now, **detail)))
+        out = self._fail_isolated(batch, list(items), now, cancel)
+        if any(isinstance(o, Job) for o in out):
+            store._wake_local()
+        return _spread(out, where)
+
+    def _fail_isolated(self, batch: list[Settle], items: list, now, cancel) -> list[Job | TenureError]:
+        """:meth:`_fail_batch`; when the database refuses the batch for what an item holds (see
+        :func:`_item_specific`), each item alone, and one refused alone once more with a
+        plain-ASCII TN1004 message (and history entry) in place of its own."""
+        try:
+            return self._fail_batch(batch, items, now, cancel)
+        except Exception as exc:
+            if not _item_specific(exc):
+                raise
+            if len(batch) > 1:
+                out: list[Job | TenureError] = []
+                for one, item in zip(batch, items, strict=True):
+                    out.extend(self._fail_isolated([one], [item], now, cancel))
+                return out
+            one = batch[0]
+            if one.error is not None and one.error.startswith(f"[{UnstorableValue.code}] the error of job"):
+                raise  # already the plain replacement: the trouble is not the message
+            one.error = str(UnstorableValue(
+                f"the error of job {one.job_id!r} could not be stored ({ascii(_sanitize.message(exc))[:500]}); "
+                f"it began: {ascii((one.error or '')[:500])}"))
+            one.entry = _sanitize.plain_entry(one.entry, one.error)
+            return self._fail_isolated([one], items, now, cancel)
+
+    def _fail_batch(self, batch: list[Settle], items: list, now, cancel) -> list[Job | TenureError]:
+        store = self._store
         with store._transaction_session(cancel) as s:
             rows = {r[0]: r for r in s.job_fail(batch, now)}
             dead_rows = [r for r in rows.values() if r[3] == "dead" and r[19]]
@@ -509,9 +673,7 @@ class Jobs(_JobsBase):
                 current = s.job_get(lease.job_id)
                 err = refusal(current, lease, store._now_or(s, now), "fail")
                 out.append(row_to_job(current) if err is None else err)
-        if rows:
-            store._wake_local()
-        return _spread(out, where)
+        return out
 
     def snooze(self, lease: Lease, delay: Any = 0) -> Job:
         """Put a claimed job back to ``pending`` at now + ``delay`` seconds WITHOUT using up a

@@ -91,3 +91,14 @@ class Checkpoint:
     node_id: str
     value: Any
     generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """Stands in for a stored value that cannot be decoded (a payload written by foreign SQL,
+    say), so ``get()``, ``page()`` and every listing still show the job. ``text`` is the start of
+    the stored text, ``reason`` why it did not decode. A claim never runs such a job: it settles
+    it ``dead`` with TN0008 (docs/guarantees.md, "Liveness: every outcome settles")."""
+
+    text: str
+    reason: str

@@ -46,6 +46,7 @@ from .errors import (
     StoreClosed,
     StoreUnavailable,
     TenureError,
+    UnstorableValue,
 )
 from .handler_control import Snooze
 from .job_control import CANCEL_REQUESTED, settle_requested
@@ -912,11 +913,10 @@ class Worker:
                 if value is not None:
                     try:
                         value = v.dump_json(value, "the handler's result", self.store.max_payload_bytes)
-                    except TenureError as exc:
-                        ok, value = False, exc
                     except Exception as exc:  # noqa: BLE001 - whatever a strange object raises
-                        ok, value = False, f"the handler's result could not be encoded as JSON: " \
-                                           f"{v.error_message(exc)}"
+                        # The attempt fails with TN1004 (retried within max_attempts), never loops.
+                        ok, value = False, exc if isinstance(exc, UnstorableValue) else UnstorableValue(
+                            f"the handler's result cannot be stored: {v.error_message(exc)}")
             elif isinstance(value, asyncio.CancelledError) and attempt.cancelled.reason is SHUTDOWN:
                 value = "the worker stopped while the job ran (cancelled)"
             self._done.put((attempt, ok, value))

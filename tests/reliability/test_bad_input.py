@@ -15,6 +15,7 @@ from tenure.errors import (
     LeaseSuperseded,
     PayloadTooLarge,
     TenureError,
+    UnstorableValue,
 )
 
 EVIL = "x'); DROP TABLE tenure_jobs; --"
@@ -22,6 +23,13 @@ EVIL = "x'); DROP TABLE tenure_jobs; --"
 
 class NotJSON:
     pass
+
+
+def _deep(n: int) -> list:
+    value: list = []
+    for _ in range(n - 1):
+        value = [value]
+    return value
 
 
 BAD_ENQUEUES = [
@@ -53,6 +61,9 @@ BAD_ENQUEUES = [
     ({"id": "i" * 300}, InvalidArgument),
     ({"run_at": 10, "delay": 5}, InvalidArgument),
     ({"bogus_option": 1}, InvalidArgument),
+    ({"payload": {"deep": _deep(990)}}, InvalidArgument),  # a worker could not decode it (TN1001)
+    ({"payload": {"text": "lone \udc80"}}, UnstorableValue),  # not UTF-8 (TN1004)
+    ({"payload": {"lone \ud800 key": 1}}, UnstorableValue),
 ]
 
 
@@ -61,7 +72,7 @@ def test_bad_enqueue_is_refused_and_writes_nothing(any_store, kwargs, exc):
     before = any_store.jobs.counts()
     with pytest.raises(exc) as info:
         any_store.jobs.enqueue("kind", **{"payload": {"ok": 1}, **kwargs})
-    assert isinstance(info.value, TenureError) and info.value.code in ("TN1001", "TN1002", "TN1003")
+    assert isinstance(info.value, TenureError) and info.value.code in ("TN1001", "TN1002", "TN1003", "TN1004")
     assert any_store.jobs.counts() == before
 
 

@@ -4,6 +4,7 @@ looking text is stored as data (issue 10; checklist 2.15, 3.13, 9.2)."""
 from __future__ import annotations
 
 import math
+import reprlib
 
 import pytest
 
@@ -67,7 +68,7 @@ BAD_ENQUEUES = [
 ]
 
 
-@pytest.mark.parametrize("kwargs,exc", BAD_ENQUEUES, ids=[repr(k)[:40] for k, _ in BAD_ENQUEUES])
+@pytest.mark.parametrize("kwargs,exc", BAD_ENQUEUES, ids=[reprlib.repr(k)[:40] for k, _ in BAD_ENQUEUES])
 def test_bad_enqueue_is_refused_and_writes_nothing(any_store, kwargs, exc):
     before = any_store.jobs.counts()
     with pytest.raises(exc) as info:

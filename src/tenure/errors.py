@@ -43,6 +43,8 @@ __all__ = [
     "QueueNotEmpty",
     "InvalidSchedule",
     "JobDead",
+    "WorkerLost",
+    "DeadLetterCycle",
     "JobCancelled",
     "ResultTimeout",
     "WorkerUnhealthy",
@@ -274,6 +276,13 @@ class QueueNotEmpty(TenureError):
     code = "TN3002"
 
 
+class DeadLetterCycle(TenureError, ValueError):
+    """``queues.create``/``update`` refused: the dead-letter queues would form a cycle (``a -> b ->
+    a``, of any length), along which one job's copies could run forever."""
+
+    code = "TN3003"
+
+
 class InvalidSchedule(TenureError, ValueError):
     """A cron expression or time zone that cannot be used; the message names the bad field."""
 
@@ -284,6 +293,14 @@ class JobDead(TenureError):
     """``handle.result()`` on a job whose attempts ran out; carries the last error."""
 
     code = "TN2080"
+
+
+class WorkerLost(TenureError):
+    """A job whose worker was lost (its lease expired) on its final attempt: the next claim settled
+    it ``dead`` instead of running it again. Never raised by a call: it is the code that opens
+    such a job's ``last_error`` (docs/guarantees.md, "Liveness: bounded reclaim and dead letters")."""
+
+    code = "TN2084"
 
 
 class JobCancelled(TenureError):
@@ -319,6 +336,6 @@ ERROR_TABLE: dict[str, type[TenureError]] = {
         StorageError, ReadOnlyStore, StoreBusy, StorageFull, StoreUnavailable, StoreLimitExceeded,
         StoreCorrupt, SchemaTooNew, InvalidURL, UnreadableJob,
         PageCancelled, DeadlineExceeded, QueueNotFound, QueueNotEmpty, InvalidSchedule, JobDead,
-        JobCancelled, ResultTimeout, WorkerUnhealthy,
+        JobCancelled, ResultTimeout, WorkerUnhealthy, WorkerLost, DeadLetterCycle,
     ]
 }

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from . import _sanitize
 from . import _validate as v
 from .attempt_history import entry_json
-from .engine.base import TOKEN_INDEX, JobRow, NewJob, Session, Settle
+from .engine.base import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS  # re-exported (tenure.queues)
+from .engine.base import RECLAIMED_INDEX, TOKEN_INDEX, JobRow, NewJob, Session, Settle
 from .errors import (
     DeadlineExceeded,
     HandlersLeftRunning,
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from .worker import Worker
 
 DEFAULT_LEASE_MS = 30_000
-DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_BACKOFF_BASE_MS = 1_000
 DEFAULT_BACKOFF_CAP_MS = 60_000
 SWEEP_BATCH = 1_000
@@ -99,7 +99,7 @@ def row_to_claim(r: JobRow) -> Claim:
             raise UnreadableJob(f"job {r[0]!r} cannot be decoded ({why}); it was settled dead without "
                                 "running", job_id=r[0]) from exc
     return Claim(job, Lease(job.id, r[TOKEN_INDEX], job.lease_generation, job.attempts, job.lease_owner,
-                            job.lease_until))
+                            job.lease_until), bool(r[RECLAIMED_INDEX]))
 
 
 def backoff_ms(attempt: int, rand: float, base_ms: int = DEFAULT_BACKOFF_BASE_MS,

@@ -62,10 +62,13 @@ class Lease:
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """What ``claim`` answers: the claimed record and the lease that settles it."""
+    """What ``claim`` answers: the claimed record and the lease that settles it. ``reclaimed`` is
+    True when the job was taken from an expired lease (its previous attempt's worker was lost);
+    such a claim comes alone, never in a batch (docs/guarantees.md, "Liveness")."""
 
     job: Job
     lease: Lease
+    reclaimed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

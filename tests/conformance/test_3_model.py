@@ -107,19 +107,30 @@ def _machine(target, connect_store):
 
         @rule(lease_ms=st.sampled_from([1000, 5000]), owner=st.sampled_from(["a", "b"]))
         def claim(self, lease_ms, owner):
+            # Bounded reclaim (docs/guarantees.md, "Liveness"): of the first (limit = 1) expired
+            # lease in claim order, a spent one is settled dead and another is leased again, alone;
+            # else the first due job is claimed.
             now = self.now()
-            eligible = [
-                r
-                for r in self.rows.values()
-                if (r.state in ("pending", "failed") and r.run_at <= now)
-                or (r.state == "leased" and r.lease_until <= now)
-            ]
+            order = lambda r: (r.run_at, r.created_at, r.id)  # noqa: E731
+            expired = sorted(
+                (r for r in self.rows.values() if r.state == "leased" and r.lease_until <= now), key=order
+            )[:1]
+            due = sorted(
+                (r for r in self.rows.values() if r.state in ("pending", "failed") and r.run_at <= now),
+                key=order,
+            )
             claim = self.jobs.claim(["k"], owner=owner, lease_ms=lease_ms)
-            if not eligible:
+            revived = [r for r in expired if r.attempts < r.max_attempts]
+            for r in expired:
+                if r.attempts >= r.max_attempts:
+                    self.settle(r, "dead")
+                    r.token = None
+            if not revived and not due:
                 assert claim is None
                 return
-            row = min(eligible, key=lambda r: (r.run_at, r.created_at, r.id))
+            row = revived[0] if revived else due[0]
             assert claim is not None and claim.job.id == row.id, (claim, row)
+            assert claim.reclaimed == bool(revived)
             row.state, row.owner, row.lease_until = "leased", owner, now + lease_ms
             row.generation += 1
             row.attempts += 1

@@ -28,7 +28,7 @@ T0 = 1_700_000_000_000
 psycopg = pytest.importorskip("psycopg")
 
 import tenure  # noqa: E402
-from tenure.engine.base import JOB_COLUMNS, TOKEN_INDEX, NewJob, Settle  # noqa: E402
+from tenure.engine.base import JOB_COLUMNS, RECLAIMED_INDEX, TOKEN_INDEX, NewJob, Settle  # noqa: E402
 from tenure.engine.migrate import load_migrations  # noqa: E402
 from tenure.engine.postgres import engine as pg_engine  # noqa: E402
 from tenure.engine.postgres.engine import PostgresEngine  # noqa: E402
@@ -528,8 +528,9 @@ def test_claim_rows_have_the_boundary_types(engine):
     with engine.session() as s:
         s.job_insert([_job("a", payload='{"n": 1}', timeout_ms=5, group_key="g")], T0)
         rows = s.job_claim(kinds=["k"], queues=["default"], owner="w", lease_ms=100, now=T0, limit=5)
-    assert len(rows) == 1 and len(rows[0]) == len(JOB_COLUMNS)
-    row = dict(zip(JOB_COLUMNS, rows[0], strict=True))
+    assert len(rows) == 1 and len(rows[0]) == len(JOB_COLUMNS) + 1  # + the reclaimed flag
+    assert rows[0][RECLAIMED_INDEX] is False
+    row = dict(zip(JOB_COLUMNS, rows[0][:RECLAIMED_INDEX], strict=True))
     assert row["payload"] == '{"n": 1}' and row["state"] == "leased"
     for col in ("run_at", "attempts", "max_attempts", "lease_until", "lease_generation", "created_at",
                 "updated_at", "priority", "timeout_ms"):
@@ -596,9 +597,12 @@ def test_group_limit_and_singleton_policy(engine):
         s.job_insert([_job(f"p{i}", queue="plain", singleton_key="K", policy="stately") for i in range(3)], T0)
         assert [r[0] for r in s.job_claim(kinds=None, queues=["plain"], owner="w", lease_ms=1000, now=T0,
                                           limit=50)] == ["p0"]
-        # Leases ending free both limits again.
-        again = s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0 + 1000, limit=50)
-        assert len(again) == 6
+        # Leases ending free both limits again: the six expired leases are taken again, one per
+        # claim (a reclaimed job comes alone), and then hold the limits as before.
+        again = []
+        while batch := s.job_claim(kinds=None, queues=None, owner="w", lease_ms=1000, now=T0 + 1000, limit=50):
+            again.append(batch)
+        assert [len(b) for b in again] == [1] * 6 and all(b[0][RECLAIMED_INDEX] for b in again)
 
 
 def test_a_paused_queue_is_not_claimed(engine):

@@ -32,7 +32,13 @@ TOKEN_INDEX = len(JOB_COLUMNS) - 1
 #: Error-history entries a failure keeps besides the first (``tenure.attempt_history.MAX_ENTRIES``
 #: is this plus one); the engines trim ``errors`` to them inside the failing statement.
 HISTORY_KEEP = 9
+#: A row answered by a claim carries one element more, here: true when the job was reclaimed from
+#: an expired lease (its previous attempt's worker was lost). Such a row is always answered alone
+#: (docs/guarantees.md, "Liveness: bounded reclaim and dead letters").
+RECLAIMED_INDEX = len(JOB_COLUMNS)
 JobRow = tuple  # a row in JOB_COLUMNS order
+#: The attempts a job (and a dead-letter copy, failing every other default) gets when nobody set any.
+DEFAULT_MAX_ATTEMPTS = 5
 
 
 @dataclass(slots=True)
@@ -128,13 +134,17 @@ class Session(abc.ABC):
         self, *, kinds: Sequence[str] | None, queues: Sequence[str] | None, owner: str,
         lease_ms: int, now: int | None, limit: int, instance: str | None = None,
     ) -> list[JobRow]:
-        """ONE guarded statement: lease up to ``limit`` eligible jobs, minting a token each,
-        ``generation+1``, ``attempts+1``; order ``priority DESC, run_at, created_at, id``.
-        Each leased row's ``lease_instance`` is stamped with ``instance`` (the claiming worker's
-        per-process identity, or None).
-        Eligible: pending/failed with ``run_at <= now``, or leased with ``lease_until <= now``;
-        kind in ``kinds`` (None: any); queue in ``queues`` (None: any) and not paused; queue
-        and group concurrency limits respected."""
+        """Lease up to ``limit`` eligible jobs, minting a token each, ``generation+1``,
+        ``attempts+1``; order ``priority DESC, run_at, created_at, id``. Eligible: pending/failed
+        with ``run_at <= now``, or leased with ``lease_until <= now``; kind in ``kinds`` (None:
+        any); queue in ``queues`` (None: any) and not paused; queue and group concurrency limits
+        respected. Each leased row's ``lease_instance`` is stamped with ``instance`` (the claiming
+        worker's per-process identity, or None). Each row carries the :data:`RECLAIMED_INDEX` flag.
+
+        Bounded reclaim: an expired lease whose job has used its last attempt is settled ``dead``
+        (``last_error`` opening with TN2084, dead-lettered in the same transaction) instead of
+        being leased; and an expired lease that is leased again is answered ALONE, never in a
+        batch with other jobs."""
 
     @abc.abstractmethod
     def job_renew(self, job_id: str, token: str, lease_ms: int, now: int | None) -> JobRow | None:

@@ -25,6 +25,7 @@ import re
 import select
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -52,7 +53,19 @@ from ...errors import (
     TenureError,
 )
 from ...redact import credentials, redact_url, scrub
-from ..base import HISTORY_KEEP, Engine, JobRow, NewJob, Session, Settle, Watcher, iter_chunks, new_job_params
+from ..base import (
+    DEFAULT_MAX_ATTEMPTS,
+    HISTORY_KEEP,
+    RECLAIMED_INDEX,
+    Engine,
+    JobRow,
+    NewJob,
+    Session,
+    Settle,
+    Watcher,
+    iter_chunks,
+    new_job_params,
+)
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from . import queries as Q
 from .insights import PostgresInsightsMixin
@@ -164,33 +177,53 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
             done = set() if done_cur is None else {r[0] for r in done_cur.fetchall()}
             limits = limits_cur.fetchall()
             conn._tenure_limited = frozenset(lim[0] for lim in limits)  # type: ignore[attr-defined]
-            rows: list[JobRow] = [] if main_cur is None else main_cur.fetchall()
+            spent: list[str] = []
+            rows: list[JobRow] = [] if main_cur is None else _split_spent(main_cur.fetchall(), spent)
             if queues is not None:
                 limits = [lim for lim in limits if lim[0] in queues]
-            if limits and len(rows) < limit and expect_limits:
-                rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows), instance))
-        if limits and len(rows) < limit and not expect_limits:
+            if limits and len(rows) < limit and expect_limits and not _reclaimed(rows):
+                rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows), spent,
+                                                instance, revive=not rows))
+        if limits and len(rows) < limit and not expect_limits and not _reclaimed(rows):
             # A queue limited since the hint was taken; the first transaction has committed.
             try:
                 with _atomic(conn):
                     rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows),
-                                                    instance))
+                                                    spent, instance, revive=not rows))
             except Exception:
                 if not rows and not done:
                     raise
                 # What committed must reach the caller (or its leases would idle until they
                 # expire); the limited queues are claimed on the next call.
                 log.warning("claiming from limited queues failed; answering the rest", exc_info=True)
+        if spent:
+            self._reap(spent, now)
         if len(rows) > 1:
             rows.sort(key=_claim_order)
         return done, rows
 
-    def _claim_limited(self, limits, kinds, owner, lease_ms, now, limit, instance=None) -> list[JobRow]:
+    def _reap(self, ids: list[str], now: int | None) -> None:
+        """Settle the spent expired leases a claim met dead (REAP) and copy them to their
+        dead-letter queues, in one transaction of their own (docs/guarantees.md, "Liveness").
+        A failure is logged, not raised: what the claim leased must still reach its caller, and
+        the next claim meets these rows again."""
+        try:
+            with _atomic(self._conn):
+                dead = [r[0] for r in self._conn.execute(Q.REAP, {"ids": ids, "now": now}).fetchall()]
+                if dead:
+                    self.queue_dead_letter([(d, str(uuid.uuid4())) for d in dead], DEFAULT_MAX_ATTEMPTS, now)
+        except Exception:
+            log.warning("settling %d job(s) whose worker was lost failed; the next claim retries",
+                        len(ids), exc_info=True)
+
+    def _claim_limited(self, limits, kinds, owner, lease_ms, now, limit, spent: list[str],
+                       instance=None, *, revive: bool = True) -> list[JobRow]:
         """Claim from limited queues (a concurrency or group limit, or a singleton policy), inside
         the caller's transaction: every claimer of such a queue takes its advisory lock (in name
         order, so two claimers never wait on each other in a cycle) and holds it to the end of the
         transaction; each statement below then sees every committed lease, so the count (or "is
-        one of this key leased?") is exact across processes."""
+        one of this key leased?") is exact across processes. ``revive``: an expired lease may be
+        leased again (answered alone); the spent ones met are added to ``spent``."""
         conn = self._conn
         rows: list[JobRow] = []
         for name, conc, group_limit, _serial in limits:
@@ -210,9 +243,12 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                     params["limit"] = want = 1
                     params["full_groups"] = [r[0] for r in conn.execute(
                         Q.SATURATED_GROUPS, {"queue": name, "now": now, "group_limit": group_limit})]
-                sql = _claim_sql(kinds, [name], limited=True, group_filter=group_limit is not None, limit=want)
-                got = conn.execute(sql, params).fetchall()
+                sql = _claim_sql(kinds, [name], limited=True, group_filter=group_limit is not None, limit=want,
+                                 revive=revive and not rows)
+                got = _split_spent(conn.execute(sql, params).fetchall(), spent)
                 rows.extend(got)
+                if _reclaimed(got):
+                    return rows  # alone: nothing else was claimed before it, nothing after
                 if len(got) < want:
                     break
         return rows
@@ -310,13 +346,27 @@ def _claim_order(row: JobRow) -> tuple:
 _CLAIM_CACHE: dict[tuple, str] = {}
 
 
-def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = False, limit: int = 1) -> str:
+def _split_spent(rows: list[JobRow], spent: list[str]) -> list[JobRow]:
+    """The claimed rows of a CLAIM answer; the ids of the spent expired leases it met (flag NULL)
+    go to ``spent``."""
+    if all(r[RECLAIMED_INDEX] is not None for r in rows):
+        return rows
+    spent.extend(r[0] for r in rows if r[RECLAIMED_INDEX] is None)
+    return [r for r in rows if r[RECLAIMED_INDEX] is not None]
+
+
+def _reclaimed(rows: list[JobRow]) -> bool:
+    return len(rows) == 1 and bool(rows[0][RECLAIMED_INDEX])
+
+
+def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = False, limit: int = 1,
+               revive: bool = True) -> str:
     """The claim statement for this shape of call (cached: the text depends only on the shape and
     the limit, a small set in practice: a worker claims up to its free slots). It skips paused
     queues, and limited ones too unless ``limited`` (the claim of one limited queue, made under
-    its advisory lock)."""
+    its advisory lock). ``revive``: it may lease one expired lease again (alone)."""
     one = queues is not None and len(queues) == 1
-    key = (kinds is None, queues is None, one, limited, group_filter, limit)
+    key = (kinds is None, queues is None, one, limited, group_filter, limit, revive)
     sql = _CLAIM_CACHE.get(key)
     if sql is None:
         if one:
@@ -331,7 +381,7 @@ def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = Fal
             _CLAIM_CACHE.clear()
         sql = Q.CLAIM.format(kind_filter="" if kinds is None else Q.KIND_FILTER, queue_filter=queue_filter,
                              skip_queues=Q.SKIP_PAUSED if limited else Q.SKIP_PAUSED_OR_LIMITED,
-                             limit=int(limit))
+                             limit=int(limit), revive=1 if revive else 0)
         _CLAIM_CACHE[key] = sql
     return sql
 

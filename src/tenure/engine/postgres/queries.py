@@ -13,6 +13,7 @@ Every parameter carries an explicit cast: psycopg sends a small Python int as in
 
 from __future__ import annotations
 
+from ...errors import WorkerLost
 from ..base import JOB_COLUMNS
 
 COLS = ", ".join(JOB_COLUMNS)
@@ -55,16 +56,24 @@ SERIAL = "policy IN ('singleton', 'stately') AND singleton_key IS NOT NULL"
 # One statement: pick eligible ids in claim order from each index-friendly branch (due
 # pending/failed rows through a partial claim index, expired leases through the leased index),
 # locking them with SKIP LOCKED so concurrent claimers pass each other instead of queueing, then
-# lease the first :limit of the union, minting a token per row. A row another transaction changed
+# lease the first :limit of them, minting a token per row. A row another transaction changed
 # meanwhile is re-checked against the WHERE clause by the lock (READ COMMITTED's re-evaluation),
 # so no attempt is handed out twice. Of the 'singleton'/'stately' candidates sharing a key only
 # the first is taken (key_rank), as on SQLite, so one batch never leases two jobs of one key.
 # Queue and group concurrency limits, and the singleton policies across processes, are applied by
 # the engine under a per-queue advisory lock; see PostgresSession.job_claim.
+# Bounded reclaim (docs/guarantees.md, "Liveness: bounded reclaim and dead letters"): an expired
+# lease on a job that has used its last attempt is never leased again: its id is answered with a
+# NULL flag (as a row of the old values), and the engine settles it dead with REAP in a
+# transaction of its own (no INSERT may sit in this statement: tenure_jobs_inserted is a
+# statement-level trigger and would NOTIFY on every claim). At most {revive} (1, or 0 when the
+# caller already holds other claims) other expired lease is leased again, and then ALONE: no due
+# job is claimed with it, so a job that crashes its worker takes no batch-mates down with it.
 # {limit} is written into the text (a validated int), not sent as a parameter: with LIMIT $n the
 # planner prices a prepared statement's generic plan for 10% of the table and so re-plans this
 # statement on every call; with the number in the text the generic plan is reused.
 _CANDIDATE = "SELECT j.id, j.priority, j.run_at, j.created_at, j.queue, j.policy, j.singleton_key"
+_CLAIM_ORDER = "priority DESC, run_at, created_at, id"
 CLAIM = f"""
 WITH {CLOCK},
 due AS (
@@ -73,24 +82,48 @@ due AS (
   ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT {{limit}}
   FOR UPDATE OF j SKIP LOCKED),
 expired AS (
-  {_CANDIDATE} FROM tenure_jobs j
+  {_CANDIDATE}, j.attempts >= j.max_attempts AS spent FROM tenure_jobs j
   WHERE j.state = 'leased' AND j.lease_until <= {NOW} AND j.cancel_requested_at IS NULL {_ELIGIBLE_FILTERS}
   ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT {{limit}}
   FOR UPDATE OF j SKIP LOCKED),
+revived AS (SELECT id FROM expired WHERE NOT spent ORDER BY {_CLAIM_ORDER} LIMIT {{revive}}),
 ranked AS (
   SELECT id, priority, run_at, created_at, row_number() OVER (
     PARTITION BY CASE WHEN {SERIAL} THEN queue END, CASE WHEN {SERIAL} THEN singleton_key ELSE id END
-    ORDER BY priority DESC, run_at, created_at, id) AS key_rank
-  FROM (SELECT * FROM due UNION ALL SELECT * FROM expired) p),
-chosen AS (SELECT id FROM ranked WHERE key_rank = 1
-           ORDER BY priority DESC, run_at, created_at, id LIMIT {{limit}}),
+    ORDER BY {_CLAIM_ORDER}) AS key_rank
+  FROM due p),
+chosen AS (
+  SELECT id, true AS reclaimed FROM revived
+  UNION ALL
+  (SELECT id, false FROM ranked WHERE key_rank = 1 AND NOT EXISTS (SELECT 1 FROM revived)
+   ORDER BY {_CLAIM_ORDER} LIMIT {{limit}})),
 claimed AS (
   UPDATE tenure_jobs j SET state = 'leased', lease_owner = %(owner)s, lease_instance = %(instance)s::text,
     lease_until = {NOW} + %(lease_ms)s::bigint, lease_generation = j.lease_generation + 1,
     lease_token = {NEW_TOKEN}, attempts = j.attempts + 1, updated_at = {NOW}
   FROM chosen c WHERE j.id = c.id
-  RETURNING {J_COLS})
-SELECT {COLS} FROM claimed ORDER BY priority DESC, run_at, created_at, id
+  RETURNING {J_COLS}, c.reclaimed)
+SELECT {COLS}, reclaimed FROM claimed
+UNION ALL
+SELECT {J_COLS}, NULL FROM tenure_jobs j JOIN expired e ON e.id = j.id WHERE e.spent
+ORDER BY {_CLAIM_ORDER}
+"""
+
+# The last_error of a job whose worker was lost on its final attempt (read with the row's OLD values).
+WORKER_LOST_ERROR = (f"'{WorkerLost.code}: worker lost on its final attempt (' || j.attempts || ' of ' || "
+                     "j.max_attempts || '): the lease of ' || coalesce(j.lease_owner, '?') || "
+                     "' expired, and the next claim settled the job dead instead of running it again'")
+# Settle the spent expired leases a claim met (see CLAIM): dead, token cleared (the lost attempt,
+# if it still runs somewhere, is refused), fenced on "still leased, expired and spent", so of two
+# claimers that met the same row exactly one settles it; the engine dead-letters what this answers
+# in the same transaction.
+REAP = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET state = 'dead', last_error = {WORKER_LOST_ERROR}, lease_until = NULL,
+  lease_owner = NULL, lease_instance = NULL, lease_token = NULL, updated_at = {NOW}
+WHERE j.id = ANY(%(ids)s::text[]) AND j.state = 'leased' AND j.lease_until <= {NOW}
+  AND j.attempts >= j.max_attempts
+RETURNING j.id
 """
 
 # Opaque to the planner on purpose (kind is NOT NULL, so coalesce changes no result): priced as

@@ -14,6 +14,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -33,7 +34,17 @@ from ...errors import (
     StoreUnavailable,
     TenureError,
 )
-from ..base import HISTORY_KEEP, Engine, JobRow, NewJob, Session, Settle, Watcher, new_job_params
+from ..base import (
+    DEFAULT_MAX_ATTEMPTS,
+    HISTORY_KEEP,
+    Engine,
+    JobRow,
+    NewJob,
+    Session,
+    Settle,
+    Watcher,
+    new_job_params,
+)
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from . import queries as Q
 from .insights import SQLiteInsightsMixin
@@ -109,19 +120,22 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
                 free.append(name)
             else:
                 limited.append((name, conc, group_limit))
-        if not limited:
-            if not free:
-                return []
-            rows = conn.execute(_claim_sql(len(free), kinds is not None, False),
-                                _claim_params(kinds, free, owner, lease_ms, now, limit, instance)).fetchall()
-            return sorted(rows, key=_claim_order) if len(rows) > 1 else rows
-        # Limited queues: count and lease inside one write transaction, so no other process can
-        # race past a limit (SQLite has one writer).
+        if not free and not limited:
+            return []
+        # One write transaction: the reclaim, the dead-letter copies of what it settled dead, and
+        # the claim (limited queues are counted and leased in it, so no other process can race
+        # past a limit: SQLite has one writer).
         with self._atomic():
+            revived = self._reclaim(kinds, free + [name for name, _, _ in limited], owner, lease_ms, now, limit,
+                                    instance)
+            if revived is not None:
+                return [revived]  # an expired lease is run alone (docs/guarantees.md, "Liveness")
             rows = []
             if free:
                 rows = conn.execute(_claim_sql(len(free), kinds is not None, False),
                                     _claim_params(kinds, free, owner, lease_ms, now, limit, instance)).fetchall()
+                if not limited:
+                    return sorted(rows, key=_claim_order) if len(rows) > 1 else rows
             for name, conc, group_limit in limited:
                 while len(rows) < limit:
                     if conc is not None:
@@ -138,6 +152,19 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
                         break
                     rows.extend(got)
             return sorted(rows, key=_claim_order)
+
+    def _reclaim(self, kinds, queues: list[str], owner, lease_ms, now, limit, instance) -> JobRow | None:
+        """The expired leases of ``queues`` (RECLAIM): those on their last attempt settled dead and
+        copied to their dead-letter queues (in the caller's transaction); answers the one leased
+        again, if any."""
+        rows = self._conn.execute(_reclaim_sql(kinds is not None),
+                                  _claim_params(kinds, queues, owner, lease_ms, now, limit, instance)).fetchall()
+        if not rows:
+            return None
+        dead = [(r[0], str(uuid.uuid4())) for r in rows if r[3] == "dead"]
+        if dead:
+            self.queue_dead_letter(dead, DEFAULT_MAX_ATTEMPTS, now)
+        return next((r for r in rows if r[3] == "leased"), None)
 
     def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
         now = _wall_ms() if now is None else now
@@ -272,10 +299,14 @@ def _claim_sql(n_queues: int, by_kind: bool, group_filter: bool) -> str:
         group = Q.GROUP_FILTER if group_filter else ""
         heads = [Q.CLAIM_QUEUE_HEAD.format(i=i, kind_filter=kind, group_filter=group,
                                            singleton_filter=Q.SINGLETON_FILTER) for i in range(n_queues)]
-        heads.append(Q.CLAIM_EXPIRED.format(kind_filter=kind, group_filter=group))
         sql = Q.CLAIM.format(heads="\n    UNION ALL".join(heads))
         _CLAIM_CACHE[key] = sql
     return sql
+
+
+@functools.lru_cache(maxsize=4)
+def _reclaim_sql(by_kind: bool) -> str:
+    return Q.RECLAIM.format(kind_filter=Q.KIND_FILTER if by_kind else "")
 
 
 @functools.lru_cache(maxsize=256)

@@ -5,6 +5,7 @@ Times are epoch ms. ``:kinds`` and ``:queues`` are JSON arrays (read with ``json
 
 from __future__ import annotations
 
+from ...errors import WorkerLost
 from ..base import JOB_COLUMNS
 
 COLS = ", ".join(JOB_COLUMNS)
@@ -41,6 +42,7 @@ CLAIM_EXPIRED = """
 # ONE guarded statement: merge the queue heads, lease the first :limit, mint a token per row.
 # Of the 'singleton'/'stately' candidates sharing a key only the first is taken (key_rank), so one
 # batch never leases two jobs of one key (SINGLETON_FILTER already skips keys leased before).
+# Only due jobs: expired leases are taken by RECLAIM, alone (docs/guarantees.md, "Liveness").
 CLAIM = f"""
 UPDATE tenure_jobs SET state = 'leased', lease_owner = :owner, lease_instance = :instance,
   lease_until = :now + :lease_ms,
@@ -54,7 +56,53 @@ WHERE id IN (
     FROM ({{heads}}
     ))
   WHERE key_rank = 1 ORDER BY priority DESC, run_at, created_at, id LIMIT :limit)
-RETURNING {COLS}
+RETURNING {COLS}, 0
+"""
+
+# The last_error of a job whose worker was lost on its final attempt (read with the row's OLD values).
+WORKER_LOST_ERROR = (f"'{WorkerLost.code}: worker lost on its final attempt (' || attempts || ' of ' || "
+                     "max_attempts || '): the lease of ' || coalesce(lease_owner, '?') || "
+                     "' expired, and the next claim settled the job dead instead of running it again'")
+_SPENT = "attempts >= max_attempts"
+# A reclaim must respect the queue's concurrency and group limits like any claim.
+RECLAIM_LIMITS = """
+        AND NOT EXISTS (SELECT 1 FROM tenure_queues q WHERE q.name = j.queue AND (
+          q.concurrency_limit <= (SELECT count(*) FROM tenure_jobs a INDEXED BY tenure_jobs_leased
+                                  WHERE a.state = 'leased' AND a.lease_until > :now AND a.queue = j.queue)
+          OR (j.group_key IS NOT NULL AND q.group_limit <= (
+                SELECT count(*) FROM tenure_jobs a INDEXED BY tenure_jobs_leased
+                WHERE a.state = 'leased' AND a.lease_until > :now AND a.queue = j.queue
+                  AND a.group_key = j.group_key))))"""
+# Recovery is the next claim (JOBS-FORMAT §5), bounded (docs/guarantees.md, "Liveness: bounded
+# reclaim and dead letters"), in ONE statement over the first :limit expired leases of the claimed
+# queues, in claim order (as on PostgreSQL): those whose job has used its last attempt are settled
+# dead (token cleared, so the lost attempt, if it still runs somewhere, is refused), and the first
+# other one is leased again, for the caller to run alone. The engine copies the dead ones to their
+# dead-letter queue in the same transaction. SET reads the old row, so every CASE below tests the
+# attempts the lost worker used.
+RECLAIM = f"""
+WITH expired AS (
+  SELECT j.id, j.attempts >= j.max_attempts AS spent, j.priority, j.run_at, j.created_at
+  FROM tenure_jobs j INDEXED BY tenure_jobs_leased
+  WHERE j.state = 'leased' AND j.lease_until <= :now AND j.cancel_requested_at IS NULL
+    AND j.queue IN (SELECT value FROM json_each(:queues)) {{kind_filter}} {SINGLETON_FILTER} {RECLAIM_LIMITS}
+  ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)
+UPDATE tenure_jobs SET
+  state = CASE WHEN {_SPENT} THEN 'dead' ELSE 'leased' END,
+  last_error = CASE WHEN {_SPENT} THEN {WORKER_LOST_ERROR} ELSE last_error END,
+  lease_owner = CASE WHEN {_SPENT} THEN NULL ELSE :owner END,
+  lease_instance = CASE WHEN {_SPENT} THEN NULL ELSE :instance END,
+  lease_until = CASE WHEN {_SPENT} THEN NULL ELSE :now + :lease_ms END,
+  lease_token = CASE WHEN {_SPENT} THEN NULL ELSE lower(hex(randomblob(16))) END,
+  lease_generation = CASE WHEN {_SPENT} THEN lease_generation ELSE lease_generation + 1 END,
+  attempts = CASE WHEN {_SPENT} THEN attempts ELSE attempts + 1 END,
+  updated_at = :now
+WHERE id IN (
+  SELECT id FROM expired WHERE spent
+  UNION ALL
+  SELECT id FROM (SELECT id FROM expired WHERE NOT spent
+                  ORDER BY priority DESC, run_at, created_at, id LIMIT 1))
+RETURNING {COLS}, 1
 """
 
 QUEUE_REGISTRY = "SELECT name, paused, concurrency_limit, group_limit FROM tenure_queues"

@@ -202,6 +202,16 @@ def _merge(settled: list[TenureError | None], unstorable: dict[int, TenureError]
     return [unstorable[i] if i in unstorable else next(it) for i in range(n)]
 
 
+def _check_items(items: Any, what: str) -> list:
+    """``items`` as a list, each a ``(Lease, value)`` pair with the lease's fields in range."""
+    items = list(items)
+    for item in items:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise InvalidType(f"{what} takes (lease, value) pairs, got {item!r}")
+        _check_lease(item[0], what, ())
+    return items
+
+
 class _JobsBase:
     """What both the root view (``store.jobs``) and a transaction's view (``tx.jobs``) offer."""
 
@@ -479,6 +489,7 @@ class Jobs(_JobsBase):
         caller's transaction) such an item is only answered, never failed here. The same lease
         twice in one batch: the first item's result stands, the later one is answered as the
         first was (docs/spec.md D1)."""
+        items = _check_items(items, "complete_many")
         items, where = _first_of_each(items)
         batch, unstorable = self._completions(items, encoded)
         now = self._store._now()
@@ -609,6 +620,7 @@ class Jobs(_JobsBase):
         item) are added to each item's error-history entry. When the database refuses the batch
         for what one item holds, each item is written alone, and one still refused is stored
         with a plain-ASCII TN1004 message instead of its own, so every failure settles."""
+        items = _check_items(items, "fail_many")
         if details is not None:
             items = [(lease, (error, d)) for (lease, error), d in zip(items, details, strict=True)]
         items, where = _first_of_each(items)

@@ -222,6 +222,21 @@ ROWS = [
     ("lease-token-nul", lambda c: c.jobs.complete(c.forged(token="t\x00")), A1, "TN1001", "token"),
     ("lease-token-int", lambda c: c.jobs.complete(c.forged(token=7)), A2, "TN1002", "token"),
     ("lease-job-id-nul", lambda c: c.jobs.complete(c.forged(job_id="a\x00")), A1, "TN1001", "job_id"),
+    (
+        "complete-many-token-nul",
+        lambda c: c.jobs.complete_many([(c.forged(token="t\x00"), 1)]),
+        A1,
+        "TN1001",
+        "token",
+    ),
+    ("complete-many-not-a-pair", lambda c: c.jobs.complete_many([c.lease]), A2, "TN1002", "complete_many"),
+    (
+        "fail-many-generation-2^40",
+        lambda c: c.jobs.fail_many([(c.forged(generation=2**40), "x")]),
+        A1,
+        "TN1001",
+        "generation",
+    ),
     ("checkpoint-node-nul", lambda c: c.jobs.checkpoints(c.lease).save("n\x00", 1), A1, "TN1001", "node_id"),
     (
         "checkpoint-node-256",

@@ -16,6 +16,7 @@ import json
 import re
 from typing import Any
 
+from .engine.base import NOT_UTF8
 from .errors import InvalidArgument, UnstorableValue
 from .records import Undecodable
 
@@ -143,6 +144,8 @@ def decode_column(text: str | None) -> Any:
     """A stored JSON column decoded, or an :class:`Undecodable` marker (never raises)."""
     if text is None:
         return None
+    if text.startswith(NOT_UTF8):
+        return Undecodable(text[len(NOT_UTF8) : len(NOT_UTF8) + 200], "the stored text is not UTF-8")
     try:
         return json.loads(text)
     except Exception as exc:  # noqa: BLE001 - RecursionError, ValueError, whatever the text holds

@@ -390,3 +390,40 @@ def test_claim_many_answers_the_readable_rows_and_buries_the_rest(any_store):
 
 def test_the_decoder_marker_is_public():
     assert tenure.Undecodable is Undecodable
+
+
+def test_sqlite_text_that_is_not_utf8_is_shown_and_dies_alone(tmp_path):
+    """SQLite stores whatever bytes foreign SQL (or a tenure before this fix: a result with a
+    lone surrogate) wrote, and the driver refuses to read text that is not UTF-8. Listings show
+    such a row (its value a tenure.Undecodable), and a claim that meets one settles it dead alone
+    with TN0008: its batch-mates run (the claim is undone and read again, never half-applied).
+    PostgreSQL validates every text value, so this is SQLite's alone."""
+    url = f"sqlite:///{tmp_path}/t.db"
+    store = tenure.connect(url)
+    jobs = store.jobs
+    try:
+        ids = [jobs.enqueue("k", {"n": i}) for i in range(5)]
+        done = jobs.enqueue("old", None)
+        lease = jobs.claim("old", owner="w").lease
+        jobs.complete(lease, "fine")
+        _sql(store, "UPDATE tenure_jobs SET payload = CAST(? AS TEXT) WHERE id = ?", b'{"n": "\xff"}', ids[2])
+        _sql(store, "UPDATE tenure_jobs SET result = CAST(? AS TEXT) WHERE id = ?", b'"\xed\xb3\x80"', done)
+        old = jobs.get(done)
+        assert old.state == "done" and isinstance(old.result, Undecodable)
+        assert old.result.reason == "the stored text is not UTF-8"
+        ran: list[int] = []
+        run = _Run(store, {"k": lambda p, ctx: ran.append(p["n"]) or p["n"]})
+        try:
+            _wait(lambda: _settled(store, ids), "every job to settle")
+        finally:
+            run.stop()
+        assert sorted(ran) == [0, 1, 3, 4]
+        bad = jobs.get(ids[2])
+        assert (bad.state, bad.attempts) == ("dead", 1) and isinstance(bad.payload, Undecodable)
+        assert bad.last_error.startswith("[TN0008]") and "not UTF-8" in bad.last_error
+        assert run.worker.stats()["claim_errors"] == 0
+        assert len(_listings_work(store, url)) == 6
+        assert jobs.requeue(ids[2]) is True  # an operator's action on such a row works too
+        assert jobs.cancel(ids[2]) is True
+    finally:
+        store.close()

@@ -29,6 +29,11 @@ JOB_COLUMNS: tuple[str, ...] = (
     "headers", "errors", "cancel_requested_at", "lease_token",
 )
 TOKEN_INDEX = len(JOB_COLUMNS) - 1
+
+#: How an engine hands over a TEXT value whose stored bytes are not UTF-8 (written by foreign SQL,
+#: or by an older tenure): this prefix, then the text with U+FFFD for each bad byte. Never valid
+#: JSON; the semantics layer shows it as a ``tenure.Undecodable`` value.
+NOT_UTF8 = "\ufffe[not UTF-8] "
 #: Error-history entries a failure keeps besides the first (``tenure.attempt_history.MAX_ENTRIES``
 #: is this plus one); the engines trim ``errors`` to them inside the failing statement.
 HISTORY_KEEP = 9

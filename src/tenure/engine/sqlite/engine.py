@@ -37,6 +37,7 @@ from ...errors import (
 from ..base import (
     DEFAULT_MAX_ATTEMPTS,
     HISTORY_KEEP,
+    NOT_UTF8,
     Engine,
     JobRow,
     NewJob,
@@ -106,9 +107,66 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         return out
 
     def job_get(self, job_id: str) -> JobRow | None:
-        return self._conn.execute(Q.GET, (job_id,)).fetchone()
+        return self._readable(lambda: self._conn.execute(Q.GET, (job_id,)).fetchone())
+
+    # -- text that is not UTF-8 ------------------------------------------------------------------
+    # tenure never writes such text (docs/guarantees.md, "Liveness: every outcome settles"), but
+    # foreign SQL can, and tenure before that section did (a result with a lone surrogate). The
+    # driver refuses to read it, which would fail a listing, or a claim after its UPDATE leased
+    # the rows. Every statement that reads job rows back goes through one of these two: on that
+    # refusal it is undone and runs again with such text read as NOT_UTF8 + its repaired text,
+    # which the semantics layer shows as a tenure.Undecodable value (and a claim settles dead).
+
+    def _readable(self, read):
+        """A pure read, read again leniently when a TEXT column is not UTF-8."""
+        try:
+            return read()
+        except sqlite3.OperationalError as exc:
+            if not _not_utf8(exc):
+                raise
+        with _lenient(self._conn):
+            return read()
+
+    def _undoable(self, run):
+        """A statement batch that writes and reads rows back, undone and run again leniently when
+        a TEXT column it reads is not UTF-8: in a transaction of its own (BEGIN IMMEDIATE), or
+        under a savepoint inside the caller's."""
+        conn = self._conn
+        if not conn.in_transaction:
+            if not self._owns_tx:
+                return run()  # the caller's connection in autocommit: nothing to undo with
+            try:
+                with _atomic(conn):
+                    return run()
+            except sqlite3.OperationalError as exc:
+                if not _not_utf8(exc):
+                    raise
+            with _atomic(conn), _lenient(conn):
+                return run()
+        conn.execute("SAVEPOINT tenure_utf8")
+        try:
+            try:
+                out = run()
+            except sqlite3.OperationalError as exc:
+                if not _not_utf8(exc):
+                    raise
+                conn.execute("ROLLBACK TO tenure_utf8")
+                with _lenient(conn):
+                    out = run()
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK TO tenure_utf8")
+                conn.execute("RELEASE tenure_utf8")
+            except sqlite3.Error:
+                pass  # the transaction itself is gone; the caller rolls back
+            raise
+        conn.execute("RELEASE tenure_utf8")
+        return out
 
     def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit, instance=None) -> list[JobRow]:
+        return self._undoable(lambda: self._claim_rows(kinds, queues, owner, lease_ms, now, limit, instance))
+
+    def _claim_rows(self, kinds, queues, owner, lease_ms, now, limit, instance) -> list[JobRow]:
         now = _wall_ms() if now is None else now
         conn = self._conn
         wanted = None if queues is None else set(queues)
@@ -194,6 +252,9 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         return done, rows
 
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
+        return self._undoable(lambda: self._fail_rows(items, now))
+
+    def _fail_rows(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
         now = _wall_ms() if now is None else now
         conn = self._conn
         out = []
@@ -215,8 +276,9 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
     def job_cancel(self, job_id, token, now) -> JobRow | None:
         now = _wall_ms() if now is None else now
         if token is None:
-            return self._conn.execute(Q.CANCEL_QUEUED, {"id": job_id, "now": now}).fetchone()
-        return self._conn.execute(Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone()
+            return self._undoable(lambda: self._conn.execute(Q.CANCEL_QUEUED, {"id": job_id, "now": now}).fetchone())
+        return self._undoable(lambda: self._conn.execute(
+            Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone())
 
     def job_request_cancel(self, job_id: str, now: int | None) -> JobRow | None:
         now = _wall_ms() if now is None else now
@@ -234,7 +296,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
 
     def job_requeue(self, job_id, now) -> JobRow | None:
         now = _wall_ms() if now is None else now
-        return self._conn.execute(Q.REQUEUE, {"id": job_id, "now": now}).fetchone()
+        return self._undoable(lambda: self._conn.execute(Q.REQUEUE, {"id": job_id, "now": now}).fetchone())
 
     def job_counts(self) -> dict[str, int]:
         return dict(self._conn.execute(Q.COUNTS).fetchall())
@@ -246,7 +308,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         if sql is None:
             filters = "".join(text for name, text in Q.PAGE_FILTERS.items() if params[name] is not None)
             sql = _PAGE_CACHE[shape] = Q.PAGE.format(filters=filters)
-        return self._conn.execute(sql, params).fetchall()
+        return self._readable(lambda: self._conn.execute(sql, params).fetchall())
 
     def job_sweep(self, settled_before: int, limit: int) -> int:
         conn = self._conn
@@ -324,6 +386,32 @@ def _claim_params(kinds, queues: list[str], owner, lease_ms, now, limit, instanc
     for i, name in enumerate(queues):
         params[f"q{i}"] = name
     return params
+
+
+def _not_utf8(exc: sqlite3.Error) -> bool:
+    """The driver refused to read a TEXT value that is not UTF-8."""
+    return "could not decode to utf-8" in str(exc).lower()
+
+
+def _lenient_text(data: bytes) -> str:
+    """A TEXT value as str; one that is not UTF-8 as NOT_UTF8 + its text with U+FFFD for each
+    bad byte (never valid JSON, so the semantics layer reads it as undecodable)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return NOT_UTF8 + data.decode("utf-8", "replace")
+
+
+@contextmanager
+def _lenient(conn: sqlite3.Connection) -> Iterator[None]:
+    """Read TEXT with :func:`_lenient_text` for the block (the gate is held: the connection is
+    this session's alone)."""
+    old = conn.text_factory
+    conn.text_factory = _lenient_text
+    try:
+        yield
+    finally:
+        conn.text_factory = old
 
 
 @contextmanager

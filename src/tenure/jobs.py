@@ -178,6 +178,24 @@ def _first_of_each(items: Sequence[tuple[Lease, Any]]) -> tuple[Sequence[tuple[L
     return sent, where
 
 
+def _as_met_before_claim(errors: list[TenureError | None], items: Sequence[tuple[Lease, Any]],
+                         claimed: list[JobRow], now: int) -> list[TenureError | None]:
+    """A completion refused in a settle-and-claim whose OWN claim then took the same job: the row
+    read for the answer already shows that claim (generation + 1) and would call the lease
+    superseded. That claim could take the job only because the lease had ended, so the answer is
+    the refusal the completion met: expired (TN2067), as it is when the job is settled alone
+    (docs/spec.md 6.13, D2)."""
+    generations = {r[0]: r[9] for r in claimed}
+    out = list(errors)
+    for i, ((lease, _), err) in enumerate(zip(items, errors, strict=True)):
+        if isinstance(err, LeaseSuperseded) and generations.get(lease.job_id) == lease.generation + 1 \
+                and lease.expires_at <= now:
+            out[i] = LeaseExpired(
+                f"cannot complete job {lease.job_id!r}: its lease (generation {lease.generation}) expired "
+                f"{now - lease.expires_at} ms ago", job_id=lease.job_id, overrun_ms=now - lease.expires_at)
+    return out
+
+
 def _spread(answers: list, where: list[int] | None) -> list:
     """Each original item's answer: its first occurrence's (see :func:`_first_of_each`)."""
     return answers if where is None else [answers[i] for i in where]
@@ -554,6 +572,8 @@ class Jobs(_JobsBase):
             done, rows = s.job_complete_and_claim(batch, now, kinds=kinds, queues=queues, owner=owner,
                                                   lease_ms=lease_ms, limit=limit, instance=instance)
             errors = self._answers(s, done, batch, items, now)
+            if rows and any(errors):
+                errors = _as_met_before_claim(errors, items, rows, store._now_or(s, now))
         return _spread(errors, where), self._claims(rows)
 
     def _completions(self, items: Sequence[tuple[Lease, Any]], encoded: bool

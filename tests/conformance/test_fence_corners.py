@@ -323,12 +323,15 @@ def test_6_13_lock_shorter_than_the_lease_at_settle_time_completes(store, target
 # -- 6.14: renewal off, the lease expires under a running handler -----------------------------------
 
 
+@pytest.mark.parametrize("recovery", ["by-the-worker", "by-another-claim"])
 @pytest.mark.parametrize("style", ["sync", "async"])
-def test_6_14_renewal_off_expiry_sets_the_event_with_lease_expired(jobs, clock, style):
+def test_6_14_renewal_off_expiry_sets_the_event_with_lease_expired(jobs, clock, style, recovery):
     """JOBS-FORMAT checklist 6.14 with renew=False: a handler that outlives its lease is told: its
     ctx.cancelled is set with LeaseExpired (TN2067) as the reason once the lease expires on the
     store's clock, not before (it used to stay clear until the handler returned). Its settlement
-    then meets the fence: ``lost`` with TN2067, nothing written; the next claim recovers the job."""
+    then meets the fence: ``lost`` with TN2067, nothing written. The job is recovered by the
+    worker's own next claim (made in the same transaction as that refused settlement, which still
+    answers TN2067, not TN2066) or, with ``max_jobs=1``, by another claimer."""
     outcomes, entered, reasons, early = _Outcomes(), threading.Event(), [], []
 
     def after(ctx):
@@ -338,6 +341,8 @@ def test_6_14_renewal_off_expiry_sets_the_event_with_lease_expired(jobs, clock, 
     if style == "sync":
 
         def handler(payload, ctx):
+            if ctx.attempt > 1:
+                return "second"
             entered.set()
             assert ctx.cancelled.wait(10)
             return after(ctx)
@@ -345,15 +350,21 @@ def test_6_14_renewal_off_expiry_sets_the_event_with_lease_expired(jobs, clock, 
     else:
 
         async def handler(payload, ctx):
+            if ctx.attempt > 1:
+                return "second"
             entered.set()
             await asyncio.wait_for(ctx.cancelled.wait_async(0.005), 10)
             return after(ctx)
 
     job_id = jobs.enqueue("k")
-    # max_jobs=1: the worker does not reclaim the job itself in its settlement's transaction (its
-    # settle-and-claim would answer the refusal after that claim, as TN2066).
     worker = jobs.create_worker(
-        {"k": handler}, renew=False, lease_ms=1000, on_outcome=outcomes, maintenance=False, max_jobs=1
+        {"k": handler},
+        renew=False,
+        lease_ms=1000,
+        on_outcome=outcomes,
+        maintenance=False,
+        poll_interval=0.02,
+        max_jobs=1 if recovery == "by-another-claim" else None,
     )
     worker.start()
     try:
@@ -363,13 +374,40 @@ def test_6_14_renewal_off_expiry_sets_the_event_with_lease_expired(jobs, clock, 
         early.extend(reasons)
         assert worker.leases() and reasons == []
         clock.advance(1)
-        _wait_for(lambda: len(outcomes) == 1)
+        _wait_for(lambda: len(outcomes) == (2 if recovery == "by-the-worker" else 1))
     finally:
         worker.stop()
     assert early == []
     (reason,) = reasons
     assert isinstance(reason, LeaseExpired) and reason.code == "TN2067"
     assert job_id in str(reason) and "renew" in str(reason)
-    assert [(e["outcome"], e["attempt"], e.get("code")) for e in outcomes] == [("lost", 1, "TN2067")]
-    assert jobs.get(job_id).state == "leased"  # nothing written: the next claim recovers it
-    assert claim1(jobs).lease.attempt == 2
+    got = [(e["outcome"], e["attempt"], e.get("code")) for e in outcomes]
+    if recovery == "by-the-worker":
+        assert got == [("lost", 1, "TN2067"), ("completed", 2, None)]
+        assert (jobs.get(job_id).state, jobs.get(job_id).result) == ("done", "second")
+    else:
+        assert got == [("lost", 1, "TN2067")]
+        assert jobs.get(job_id).state == "leased"  # nothing written: the next claim recovers it
+        assert claim1(jobs).lease.attempt == 2
+
+
+def test_6_13_settle_and_claim_reclaiming_its_own_expired_job_answers_expired(jobs, clock):
+    """Spec 6.13 with D2, for the worker's settle-and-claim: a completion refused because its lease
+    expired, in the same transaction as a claim that then takes that very job, is answered as the
+    refusal it met, TN2067 (it was answered TN2066 from the row as the claim left it). A reclaim by
+    another claimer before the call is still a supersession (TN2066)."""
+    job_id = jobs.enqueue("k")
+    lease = claim1(jobs, lease_ms=1000).lease
+    clock.set(lease.expires_at)
+    answers, claims = jobs.complete_and_claim([(lease, '"late"')], ["k"], owner="w", limit=1, lease_ms=1000)
+    assert [(c.job.id, c.lease.generation) for c in claims] == [(job_id, 2)]
+    assert isinstance(answers[0], LeaseExpired) and answers[0].code == "TN2067"
+    assert jobs.get(job_id).result is None
+    clock.set(claims[0].lease.expires_at)
+    rival = claim1(jobs, owner="rival")
+    answers, claims = jobs.complete_and_claim(
+        [(claims[0].lease, '"late"')], ["k"], owner="w", limit=1, lease_ms=1000
+    )
+    assert claims == [] and answers[0].code == "TN2066"
+    jobs.complete(rival.lease, "rival")
+    assert jobs.get(job_id).result == "rival"

@@ -163,6 +163,42 @@ class Task:
         return run
 
 
+#: What ``App.run_worker`` and ``tenure worker`` give running handlers on a graceful stop (seconds).
+DEFAULT_GRACE = 30.0
+#: At most this long, a second signal waits to release the in-flight jobs before the exit.
+ABANDON_WAIT_S = 3.0
+
+
+def _fan_out(observers: list[Callable[[dict[str, Any]], Any]]) -> Callable[[dict[str, Any]], None]:
+    def fan_out(event: dict[str, Any]) -> None:
+        for fn in observers:
+            try:
+                fn(event)
+            except Exception:  # noqa: BLE001 - an observer never affects the worker (6.17)
+                log.exception("an on_outcome observer raised; ignored")
+
+    return fan_out
+
+
+def _abandon(worker: Any) -> None:
+    """Release a worker's in-flight jobs before an immediate exit, on a helper thread bounded by
+    :data:`ABANDON_WAIT_S` (the signal may have interrupted this thread inside a lock)."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            released = worker.abandon()
+            if released:
+                log.warning("tenure worker: released %d in-flight job(s): %s", len(released), ", ".join(released))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="tenure-abandon", daemon=True).start()
+    if not done.wait(ABANDON_WAIT_S):
+        log.warning("tenure worker: could not release the in-flight jobs in time; they are reclaimed "
+                    "after their lease")
+
+
 class App:
     """A registry of tasks bound to one store."""
 
@@ -172,6 +208,29 @@ class App:
         self._connect_options = connect_options
         self.tasks: dict[str, Task] = {}
         self.periodic_tasks: list[dict[str, Any]] = []
+        self._worker_start_hooks: list[Callable[[Any], Any]] = []
+        self._outcome_hooks: list[Callable[[dict[str, Any]], Any]] = []
+
+    def on_worker_start(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """Register per-process setup: ``fn(worker)`` runs in every process that runs this app's
+        worker (``app.run_worker``, ``tenure worker``, each supervised child), before it claims
+        anything — the place to initialise Sentry, tracing or a connection pool. An exception
+        stops the worker from starting. Usable as a decorator; answers ``fn``."""
+        if not callable(fn):
+            raise InvalidType("on_worker_start takes a callable fn(worker)")
+        self._worker_start_hooks.append(fn)
+        return fn
+
+    def on_outcome(self, fn: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+        """Register an observer of every settled attempt of this app's workers: ``fn(event)`` with
+        ``{outcome, job_id, kind, attempt, generation, code?, reason?, exception?}`` — ``outcome``
+        is ``completed``, ``failed``, ``snoozed``, ``cancelled`` or ``lost``; ``exception`` is the
+        exception a failed handler raised (hand it to Sentry's ``capture_exception``). An observer
+        that raises is logged and ignored. Usable as a decorator; answers ``fn``."""
+        if not callable(fn):
+            raise InvalidType("on_outcome takes a callable fn(event)")
+        self._outcome_hooks.append(fn)
+        return fn
 
     @property
     def store(self) -> Store:
@@ -245,22 +304,30 @@ class App:
         return {kind: t.handler() for kind, t in self.tasks.items()}
 
     def create_worker(self, **options: Any):
+        """A worker over this app's tasks; ``on_outcome`` (if given) and every ``@app.on_outcome``
+        observer see its outcomes."""
         if not self.tasks:
             raise InvalidArgument("this app has no tasks to run")
+        observers = [fn for fn in (options.get("on_outcome"), *self._outcome_hooks) if fn is not None]
+        if len(observers) > 1 or (observers and options.get("on_outcome") is None):
+            options["on_outcome"] = _fan_out(observers)
         return self.store.jobs.create_worker(self.handlers(), **options)
 
     def run_worker(self, *, concurrency: int = 1, queues: str | list[str] | None = None,
                    install_signals: bool = True, ready: threading.Event | None = None,
                    stop_event: threading.Event | None = None, max_jobs: int | None = None,
-                   **options: Any) -> int:
+                   grace: float = DEFAULT_GRACE, **options: Any) -> int:
         """Run a worker over this app's tasks and block until it should stop; answers how many
         attempts it settled (completed, failed, lost or cancelled).
 
         It stops gracefully on the first SIGINT/SIGTERM (installed only when called from the main
         thread and ``install_signals``), when ``stop_event`` is set, or once ``max_jobs`` jobs have
-        settled (a recycled process): in-flight handlers are cancelled and get ``stop_grace``
-        seconds to wind up. A second signal exits the process at once (status 130); its in-flight
-        jobs are reclaimed after their lease. ``ready`` is set once the worker runs. Other keywords
+        settled (a recycled process): in-flight handlers are cancelled and get ``grace`` seconds
+        (default 30) to wind up; a job whose handler is still running then is released at once
+        (pending again, retries left unchanged). A second signal exits the process at once (status
+        130) after releasing its in-flight jobs the same way (bounded: at most
+        :data:`ABANDON_WAIT_S` seconds). ``@app.on_worker_start`` hooks run before the worker
+        claims. ``ready`` is set once the worker runs. Other keywords
         go to :class:`tenure.worker.Worker` (``lease_ms``, ``timeout``, ``stop_grace``,
         ``zombie_share``, ...).
 
@@ -268,7 +335,11 @@ class App:
         :mod:`tenure.worker_health`) it is stopped the same way and this raises
         :class:`tenure.errors.WorkerUnhealthy` (TN2090): the process should be replaced
         (``tenure worker`` exits with status 75 for it)."""
+        if isinstance(grace, bool) or not isinstance(grace, int | float) or not 0 <= grace < float("inf"):
+            raise InvalidArgument(f"grace must be a non-negative number of seconds, got {grace!r}")
         worker = self.create_worker(concurrency=concurrency, queues=queues, max_jobs=max_jobs, **options)
+        for hook in self._worker_start_hooks:
+            hook(worker)
         stop = stop_event or threading.Event()
         unhealthy = None
         signals = [0]
@@ -276,8 +347,8 @@ class App:
         def on_signal(signum: int, _frame: Any) -> None:
             signals[0] += 1
             if signals[0] >= 2:
-                log.warning("tenure worker: second signal, stopping now (in-flight jobs are "
-                            "reclaimed after their lease)")
+                log.warning("tenure worker: second signal, stopping now (releasing in-flight jobs)")
+                _abandon(worker)
                 os._exit(130)
             log.info("tenure worker: %s received, stopping gracefully (again to stop now)",
                      signal.Signals(signum).name)
@@ -306,7 +377,7 @@ class App:
                         log.error("tenure worker unhealthy, stopping: %s", unhealthy)
                         break
             finally:
-                result = worker.stop()
+                result = worker.stop(grace, release=True)
             stats = worker.stats()
             log.info("tenure worker stopped: drained=%s in_flight=%d completed=%d failed=%d",
                      result.drained, result.in_flight, stats["completions"], stats["failures"])

@@ -105,15 +105,30 @@ def attempt_rows(job: Any) -> list[dict[str, Any]]:
         last = i == len(errors) - 1
         outcome = "dead" if last and job.state == "dead" and e.get("attempt") == job.attempts else "failed"
         kind = e.get("type")
-        rows.append({"attempt": e.get("attempt"), "at": e.get("at"), "owner": e.get("owner"),
-                     "duration_ms": e.get("duration_ms"), "outcome": outcome,
-                     "error": f"{kind}: {e.get('message')}" if kind else e.get("message"),
-                     "traceback": e.get("traceback")})
+        rows.append(
+            {
+                "attempt": e.get("attempt"),
+                "at": e.get("at"),
+                "owner": e.get("owner"),
+                "duration_ms": e.get("duration_ms"),
+                "outcome": outcome,
+                "error": f"{kind}: {e.get('message')}" if kind else e.get("message"),
+                "traceback": e.get("traceback"),
+            }
+        )
     latest = errors[-1].get("attempt") if errors else 0
     if job.attempts and job.attempts != latest:
         outcome = {"done": "completed", "leased": "running", "cancelled": "cancelled"}.get(job.state)
         if outcome is not None:
-            rows.append({"attempt": job.attempts, "at": job.updated_at if outcome != "running" else None,
-                         "owner": job.lease_owner, "duration_ms": None, "outcome": outcome, "error": None,
-                         "traceback": None})
+            rows.append(
+                {
+                    "attempt": job.attempts,
+                    "at": job.updated_at if outcome != "running" else None,
+                    "owner": job.lease_owner,
+                    "duration_ms": None,
+                    "outcome": outcome,
+                    "error": None,
+                    "traceback": None,
+                }
+            )
     return rows

@@ -395,9 +395,19 @@ def _instrument(app: Any, registry_box: list) -> None:
               help="Lease of each claimed job (default 30s): how long a job whose worker was killed "
                    "waits before another claims it; renewed at a third of it while the job runs "
                    "(e.g. 10s, 2m; at least 1s).")
+@click.option("--grace", default=30.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds running jobs get to finish on SIGTERM/SIGINT; a job still running then is "
+                   "released (pending again). A second signal stops at once.")
+@click.option("--log-level", default=None, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"],
+                                                              case_sensitive=False),
+              help="Level of the tenure.* loggers (default $TENURE_LOG_LEVEL, else INFO). Failed attempts "
+                   "log at WARNING with their traceback, dead jobs at ERROR.")
+@click.option("--log-format", default=None, type=click.Choice(["text", "json"]),
+              help="text lines, or one JSON object per line (default $TENURE_LOG_FORMAT, else text).")
 def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None, processes: int,
            max_jobs_per_process: int | None, metrics_port: int | None, metrics_host: str,
-           zombie_share: float, stop_grace: float | None, lease: str | None) -> None:
+           zombie_share: float, stop_grace: float | None, lease: str | None, grace: float,
+           log_level: str | None, log_format: str | None) -> None:
     """Run a worker over an App's tasks: tenure worker myproject.tasks:app.
 
     With --processes N (or --max-jobs-per-process) the worker runs as N child processes under a
@@ -405,7 +415,13 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
     held by zombie handlers (--zombie-share) exits with status 75; under the supervisor it is
     replaced.
     """
-    health = {"zombie_share": zombie_share}
+    from .worker_log import configure
+
+    log_level = (log_level or os.environ.get("TENURE_LOG_LEVEL") or "INFO").upper()
+    log_format = log_format or os.environ.get("TENURE_LOG_FORMAT") or "text"
+    os.environ["TENURE_LOG_LEVEL"], os.environ["TENURE_LOG_FORMAT"] = log_level, log_format  # the children's
+    configure(log_level, log_format)
+    health = {"zombie_share": zombie_share, "grace": grace}
     if stop_grace is not None:
         health["stop_grace"] = stop_grace
     queue_list = [q.strip() for q in queues.split(",") if q.strip()] if queues else None

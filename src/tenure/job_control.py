@@ -110,3 +110,19 @@ def cancel_abandoned(store: Store, session: Session) -> list[JobRow]:
         return []
     store._abandoned_next = due + ABANDONED_EVERY  # type: ignore[attr-defined]
     return session.job_cancel_abandoned(store._now())
+
+
+def release(store: Store, leases: list[Lease]) -> list[str]:
+    """Release the jobs of attempts abandoned by an immediate shutdown (the grace ran out, or a
+    second signal) at once, instead of leaving them leased until their lease expires: each goes
+    back to ``pending`` now with its retries left unchanged (``max_attempts + 1``, as a snooze),
+    fenced by its CURRENT lease. Answers the ids released (a lease that is no longer current is
+    skipped: someone else has the job)."""
+    released = []
+    with store._session() as s:
+        for lease in leases:
+            if s.job_release(lease.job_id, lease.token, store._now()) is not None:
+                released.append(lease.job_id)
+    if released:
+        store._wake_local()
+    return released

@@ -105,10 +105,10 @@ class Supervisor:
         self.url = url
         self.python = python or sys.executable
         self.install_signals = install_signals
-        unknown = set(worker_options or {}) - {"zombie_share", "stop_grace"}
+        unknown = set(worker_options or {}) - {"zombie_share", "stop_grace", "grace"}
         if unknown:
             raise ValueError(f"unknown worker_options: {', '.join(sorted(unknown))}")
-        #: Passed to each child's worker (``zombie_share``, ``stop_grace``).
+        #: Passed to each child's worker (``zombie_share``, ``stop_grace``, ``grace``).
         self.worker_options = dict(worker_options or {})
         self._external = stop_event or threading.Event()
         self._wakeup = threading.Event()
@@ -308,8 +308,8 @@ def _child_main(args: argparse.Namespace) -> int:
     threading.Thread(target=_watch_parent, args=(os.getppid(), stop), name="tenure-parent-watch",
                      daemon=True).start()
     queues = [q for q in args.queues.split(",") if q] if args.queues else None
-    options = {k: val for k, val in (("zombie_share", args.zombie_share), ("stop_grace", args.stop_grace))
-               if val is not None}
+    options = {k: val for k, val in (("zombie_share", args.zombie_share), ("stop_grace", args.stop_grace),
+                                     ("grace", args.grace)) if val is not None}
     if args.lease_ms is not None:
         options["lease_ms"] = args.lease_ms
     from .errors import WorkerUnhealthy
@@ -338,16 +338,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--url-from-env", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--zombie-share", type=float, default=None)
     p.add_argument("--stop-grace", type=float, default=None)
+    p.add_argument("--grace", type=float, default=None)
     args = p.parse_args(argv)
     logging.basicConfig(level=os.environ.get("TENURE_LOG_LEVEL", "INFO"), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
+    if os.environ.get("TENURE_LOG_FORMAT") == "json":  # set by tenure worker --log-format json
+        from .worker_log import configure
+
+        configure(os.environ.get("TENURE_LOG_LEVEL", "INFO"), "json")
     if args.child:
         return _child_main(args)
     if not args.app:
         p.error("APP (module:attribute) is required")
     queues = [q for q in args.queues.split(",") if q] if args.queues else None
-    options = {k: val for k, val in (("zombie_share", args.zombie_share), ("stop_grace", args.stop_grace))
-               if val is not None}
+    options = {k: val for k, val in (("zombie_share", args.zombie_share), ("stop_grace", args.stop_grace),
+                                     ("grace", args.grace)) if val is not None}
     return run_supervisor(args.app, processes=args.processes, max_jobs_per_process=args.max_jobs,
                           concurrency=args.concurrency, queues=queues, url=args.url, worker_options=options,
                           lease_ms=args.lease_ms)

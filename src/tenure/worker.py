@@ -49,7 +49,7 @@ from .errors import (
     UnstorableValue,
 )
 from .handler_control import Snooze
-from .job_control import CANCEL_REQUESTED, settle_requested
+from .job_control import CANCEL_REQUESTED, release, settle_requested
 from .jobs import DEFAULT_LEASE_MS
 from .records import Claim, Job, Lease
 from .tracing import run_span
@@ -536,10 +536,12 @@ class Worker:
         self._cancel_watch = CancelWatch(self, self._stop, notified=self.watch)
         self._cancel_watch.start()
 
-    def stop(self, grace: float | None = None) -> StopResult:
+    def stop(self, grace: float | None = None, *, release: bool = False) -> StopResult:
         """Cancel in-flight handlers, wait up to ``grace`` (default ``stop_grace``) for them, then
         return ``StopResult(drained, in_flight)``. A handler still running then is detached: it can
-        never settle, and its job is reclaimed after its lease. Before this returns, no database
+        never settle, and its job is reclaimed after its lease — or, with ``release=True`` (what
+        ``App.run_worker`` and ``tenure worker`` do), released at once, fenced by its current
+        lease: pending again now with its retries left unchanged. Before this returns, no database
         call this worker started is running or will run (quiescence), so ``store.close()`` right
         after always releases the database. Never raises; a second call returns at once."""
         if threading.current_thread() in self._settlers:
@@ -554,14 +556,14 @@ class Worker:
             if not self._running:
                 return StopResult(True, 0)
             try:
-                return self._stop_running(grace)
+                return self._stop_running(grace, release)
             except Exception:  # noqa: BLE001 - stop() never raises
                 log.exception("stopping the worker failed")
                 return StopResult(False, len(self._attempts))
         finally:
             self._stop_lock.release()
 
-    def _stop_running(self, grace: float | None) -> StopResult:
+    def _stop_running(self, grace: float | None, release: bool = False) -> StopResult:
         grace = self.stop_grace if grace is None else max(0.0, float(grace))
         me = threading.current_thread()
         self._running = False
@@ -605,6 +607,9 @@ class Worker:
         if self._watch_thread is not None and self._watch_thread is not me:
             self._watch_thread.join()
         self._cancel_watch.join()
+        abandoned = [a for a in left if not a.settled]
+        if abandoned and release:
+            self._release_abandoned(abandoned)
         if self._maintainer is not None:
             try:
                 self._maintainer.release(self)
@@ -1159,6 +1164,32 @@ class Worker:
             self._count("lost_settlements")
             self._outcome(attempt, "lost", code=getattr(err, "code", None), reason=str(err))
         self._release(attempt)
+
+    # -- immediate shutdown ------------------------------------------------------------------------
+    def abandon(self) -> list[str]:
+        """Immediate shutdown (a second signal): detach every attempt still running (a late return
+        writes nothing) and release its job at once, fenced by its current lease: back to
+        ``pending`` now with its retries left unchanged, instead of leased until the lease expires.
+        Answers the released job ids. Never raises; call :meth:`stop` as usual afterwards."""
+        with self._lock:
+            left = [a for a in self._attempts.values() if not a.settled and not a.detached]
+            for a in left:
+                a.detached = True
+                self.store._attempts.pop(a.token, None)
+        return self._release_abandoned(left) if left else []
+
+    def _release_abandoned(self, attempts: list[Attempt]) -> list[str]:
+        try:
+            released = release(self.store, [a.lease for a in attempts])
+        except Exception as exc:  # noqa: BLE001 - their leases expire instead
+            log.warning("releasing %d abandoned job(s) failed (reclaimed after their lease): %s", len(attempts), exc)
+            return []
+        done = set(released)
+        for a in attempts:
+            if a.job.id in done:
+                worker_log.event(logging.INFO, a.job, a.lease.attempt, "released",
+                                 "released: the worker stopped before it finished (pending again now)", self.owner)
+        return released
 
     # -- cancel requests (jobs.request_cancel; tenure.cancel_watch) ----------------------------------
     def _has_attempts(self) -> bool:

@@ -55,8 +55,14 @@ def failed(job: Any, attempt: int, error: Any, settled: Any, owner: str | None) 
 
     message = error_message(error)
     if getattr(settled, "state", None) == "cancelled":  # a cancel request raced the failure
-        event(logging.INFO, job, attempt, "cancelled", f"failed ({message}) with a cancel requested: cancelled",
-              owner)
+        event(
+            logging.INFO,
+            job,
+            attempt,
+            "cancelled",
+            f"failed ({message}) with a cancel requested: cancelled",
+            owner,
+        )
         return
     if getattr(settled, "state", None) == "dead":
         jobs_log.error(

@@ -190,6 +190,11 @@ class Session(abc.ABC):
         (pending, failed, or leased with an expired lease). None when nothing matched."""
 
     @abc.abstractmethod
+    def job_release(self, job_id: str, token: str, now: int | None) -> JobRow | None:
+        """Fenced: an abandoned attempt's job back to ``pending`` now, with ``max_attempts + 1``
+        (an immediate shutdown does not use up a retry). None when the fence refuses."""
+
+    @abc.abstractmethod
     def job_request_cancel(self, job_id: str, now: int | None) -> JobRow | None:
         """Flag a job with a LIVE lease for its holder (``cancel_requested_at``, kept if set);
         None when it is not leased or its lease expired."""

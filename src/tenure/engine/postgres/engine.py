@@ -285,6 +285,9 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
             return self._conn.execute(Q.CANCEL_QUEUED, {"id": job_id, "now": now}).fetchone()
         return self._conn.execute(Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone()
 
+    def job_release(self, job_id: str, token: str, now: int | None) -> JobRow | None:
+        return self._conn.execute(Q.RELEASE, {"id": job_id, "token": token, "now": now}).fetchone()
+
     def job_request_cancel(self, job_id: str, now: int | None) -> JobRow | None:
         return self._conn.execute(Q.REQUEST_CANCEL, {"id": job_id, "now": now}).fetchone()
 

@@ -334,6 +334,16 @@ WHERE j.id = %(id)s::text
 RETURNING {J_COLS}
 """
 
+# A job abandoned by an immediate shutdown (tenure.job_control.release): back to pending now, its
+# retries left unchanged (like a snooze), fenced by the abandoning attempt's current lease.
+RELEASE = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET state = 'pending', run_at = {NOW}, max_attempts = j.max_attempts + 1,
+  lease_until = NULL, lease_owner = NULL, updated_at = {NOW}
+WHERE j.id = %(id)s::text AND {_FENCE.format(token="%(token)s::text")}
+RETURNING {J_COLS}
+"""
+
 # jobs.request_cancel (tenure.job_control) on a job with a live lease: flag it for its holder
 # (migration 0010's trigger then NOTIFYs tenure_cancel).
 REQUEST_CANCEL = f"""

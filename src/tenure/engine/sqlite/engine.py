@@ -280,6 +280,10 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         return self._undoable(lambda: self._conn.execute(
             Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone())
 
+    def job_release(self, job_id: str, token: str, now: int | None) -> JobRow | None:
+        now = _wall_ms() if now is None else now
+        return self._conn.execute(Q.RELEASE, {"id": job_id, "token": token, "now": now}).fetchone()
+
     def job_request_cancel(self, job_id: str, now: int | None) -> JobRow | None:
         now = _wall_ms() if now is None else now
         return self._conn.execute(Q.REQUEST_CANCEL, {"id": job_id, "now": now}).fetchone()

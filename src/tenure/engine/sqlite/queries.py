@@ -205,6 +205,15 @@ WHERE id = :id AND (state IN ('pending', 'failed') OR (state = 'leased' AND leas
 RETURNING {COLS}
 """
 
+# A job abandoned by an immediate shutdown (tenure.job_control.release): back to pending now, its
+# retries left unchanged (like a snooze), fenced by the abandoning attempt's current lease.
+RELEASE = f"""
+UPDATE tenure_jobs SET state = 'pending', run_at = :now, max_attempts = max_attempts + 1,
+  lease_until = NULL, lease_owner = NULL, updated_at = :now
+WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :now
+RETURNING {COLS}
+"""
+
 # jobs.request_cancel (tenure.job_control) on a job with a live lease: flag it for its holder.
 REQUEST_CANCEL = f"""
 UPDATE tenure_jobs SET cancel_requested_at = coalesce(cancel_requested_at, :now), updated_at = :now

@@ -377,7 +377,9 @@ class App:
                         log.error("tenure worker unhealthy, stopping: %s", unhealthy)
                         break
             finally:
-                result = worker.stop(grace, release=True)
+                # An unhealthy worker's handlers already outlived their cancellation: its own
+                # stop_grace, not the shutdown grace, is what they get.
+                result = worker.stop(grace if unhealthy is None else None, release=True)
             stats = worker.stats()
             log.info("tenure worker stopped: drained=%s in_flight=%d completed=%d failed=%d",
                      result.drained, result.in_flight, stats["completions"], stats["failures"])

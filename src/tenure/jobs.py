@@ -495,16 +495,18 @@ class Jobs(_JobsBase):
             raise err
 
     def complete_many(self, items: Sequence[tuple[Lease, Any]], *, encoded: bool = False,
-                      session: Session | None = None,
-                      cancel: threading.Event | None = None) -> list[TenureError | None]:
+                      session: Session | None = None, cancel: threading.Event | None = None,
+                      backoff_base_ms: int | None = None,
+                      backoff_cap_ms: int | None = None) -> list[TenureError | None]:
         """Fenced completions in one transaction; answers, per item, None or the refusal.
 
         One item the store cannot hold never keeps the rest from settling: a result that cannot
         be encoded or stored (not JSON, a lone surrogate, nested past 100, or refused by the
         database when written) leaves the others to complete, and that attempt is then FAILED
         with :class:`~tenure.errors.UnstorableValue` (TN1004) as its error (retried within
-        ``max_attempts`` like any failure); its answer is that error. With ``session`` (the
-        caller's transaction) such an item is only answered, never failed here. The same lease
+        ``max_attempts`` like any failure, after ``backoff_*_ms`` as in :meth:`fail`); its answer is
+        that error. With ``session`` (the caller's transaction) such an item is only answered,
+        never failed here. The same lease
         twice in one batch: the first item's result stands, the later one is answered as the
         first was (docs/spec.md D1)."""
         items = _check_items(items, "complete_many")
@@ -518,7 +520,8 @@ class Jobs(_JobsBase):
         out = self._complete_isolated(batch, [it for i, it in enumerate(items) if i not in unstorable],
                                       cancel, unstorable, [i for i in range(len(items)) if i not in unstorable])
         if unstorable:
-            failed = self.fail_many([(items[i][0], err) for i, err in unstorable.items()], cancel=cancel)
+            failed = self.fail_many([(items[i][0], err) for i, err in unstorable.items()], cancel=cancel,
+                                    backoff_base_ms=backoff_base_ms, backoff_cap_ms=backoff_cap_ms)
             for (i, err), res in zip(list(unstorable.items()), failed, strict=True):
                 unstorable[i] = res if isinstance(res, TenureError) else err
         return _spread(_merge(out, unstorable, len(items)), where)

@@ -1006,7 +1006,9 @@ class Worker:
                     self._start_attempts(claims, want)  # after the release: in flight stays <= N
             if errors is None:  # settled alone (no lock held: this may retry while leases last)
                 try:
-                    errors = self._retrying(lambda: jobs.complete_many(items, encoded=True, cancel=self._halt),
+                    errors = self._retrying(lambda: jobs.complete_many(
+                        items, encoded=True, cancel=self._halt, backoff_base_ms=self.backoff_base_ms,
+                        backoff_cap_ms=self.backoff_cap_ms),
                                             [a for a, _ in completes])
                 except Exception as exc:  # noqa: BLE001 - storage trouble: the lease will expire
                     self._count("settle_errors", len(completes))
@@ -1065,7 +1067,11 @@ class Worker:
             self._completed_all([a for a, _ in completes])
         else:
             for (attempt, _), err in zip(completes, errors, strict=True):
-                self._after_settle(attempt, "completed", err)
+                if isinstance(err, UnstorableValue):  # the store refused the result: the attempt
+                    # was FAILED with this reason instead (Jobs.complete_many), not lost
+                    self._after_settle(attempt, "failed", None, reason=str(err), code=err.code)
+                else:
+                    self._after_settle(attempt, "completed", err)
 
     @contextmanager
     def _refill_section(self) -> Iterator[bool]:

@@ -427,3 +427,25 @@ def test_sqlite_text_that_is_not_utf8_is_shown_and_dies_alone(tmp_path):
         assert jobs.cancel(ids[2]) is True
     finally:
         store.close()
+
+
+def test_a_result_the_database_refuses_fails_the_attempt_in_the_worker(any_store, poison_trigger):
+    """Through the worker's batched settler: the database refuses one result of a batch; the
+    others complete, that attempt is reported and counted as failed with TN1004 (not as lost),
+    and the job is dead after exactly max_attempts."""
+    jobs = any_store.jobs
+    bad = jobs.enqueue("k", "poison", max_attempts=2)
+    good = [jobs.enqueue("k", f"ok{i}") for i in range(5)]
+    run = _Run(any_store, {"k": lambda p, ctx: p})
+    try:
+        _wait(lambda: _settled(any_store, [bad, *good]), "every job to settle")
+        time.sleep(0.05)
+    finally:
+        run.stop()
+    job = jobs.get(bad)
+    assert (job.state, job.attempts) == ("dead", 2) and job.last_error.startswith("[TN1004]")
+    assert [jobs.get(g).result for g in good] == [f"ok{i}" for i in range(5)]
+    events = [e for e in run.events if e["job_id"] == bad]
+    assert [(e["outcome"], e.get("code")) for e in events] == [("failed", "TN1004")] * 2
+    stats = run.worker.stats()
+    assert stats["failures"] == 2 and stats["lost_settlements"] == 0

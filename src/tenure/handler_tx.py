@@ -7,10 +7,24 @@ completion is written in the same transaction, guarded by the lease's fence at C
 fence refuses (superseded, expired, cancelled), everything rolls back, the application's writes
 included, and the attempt ends ``lost`` (or ``cancelled``). So writes made through ``tx`` happen
 exactly once per job, however many attempts run the handler.
+
+**The block holds the lease** (issue 19, item 9). The fence is checked when the block opens, and
+the job row is locked from then until COMMIT or ROLLBACK (PostgreSQL ``FOR UPDATE``; SQLite's
+single write transaction), so nothing else can claim, renew, cancel or settle the job while the
+block runs: the lease is, in effect, extended for as long as the block holds it. The completion at
+COMMIT therefore checks the token and state as usual but judges expiry at the instant the block
+opened. A block that waits on a hot row for several leases completes exactly once, where it used to
+be refused at COMMIT (TN2067), reclaimed, and refused again, forever.
+
+**Per task.** The open transaction is tracked per asyncio task (:mod:`tenure.open_tx`), so an async
+handler awaiting inside its block no longer makes its siblings on the worker's event loop fail with
+TN2071. On SQLite a sibling's own ``async with ctx.transaction()`` waits its turn without blocking
+the loop (the store has one connection); on PostgreSQL it simply opens its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
@@ -21,6 +35,8 @@ if TYPE_CHECKING:
     from .worker import Attempt
 
 _UNSET = object()
+#: How often an async block on SQLite looks again whether a sibling task's block has ended.
+SIBLING_POLL_S = 0.002
 
 
 class HandlerTransaction(Transaction):
@@ -37,6 +53,7 @@ class _HandlerTxScope:
         self._attempt = attempt
         self._cm = None
         self._tx: HandlerTransaction | None = None
+        self._opened: int | None = None
 
     def _refuse_early(self) -> BaseException | None:
         """Why this attempt cannot open a handler transaction at all (checked under its lock)."""
@@ -57,7 +74,7 @@ class _HandlerTxScope:
     def __enter__(self) -> HandlerTransaction:
         a = self._attempt
         store = a.worker.store
-        if getattr(store._local, "tx", None) is not None:
+        if store._local.tx is not None:
             raise NestedRootCall("a handler transaction cannot open inside another transaction of this "
                                  "thread: use the open one")
         a.settle_lock.acquire()  # renewals pause while the block runs (the fence is re-checked at commit)
@@ -69,13 +86,16 @@ class _HandlerTxScope:
             session = cm.__enter__()
             try:
                 lease = a.lease
-                now = store._now()
+                # One instant for the fence at the open and for the completion at COMMIT: from here
+                # on the row lock keeps every other writer off the job (see the module docstring).
+                now = store._now_or(session, store._now())
                 if not session.job_lock(lease.job_id, lease.token, now):
-                    err = refusal(session.job_get(lease.job_id), lease, store._now_or(session, now),
+                    err = refusal(session.job_get(lease.job_id), lease, now,
                                   "open a handler transaction for") \
                         or LeaseNotHeld(f"job {lease.job_id!r} is already settled")
                     self._lost(err)
                     raise err
+                self._opened = now
             except BaseException as exc:
                 cm.__exit__(type(exc), exc, exc.__traceback__)
                 raise
@@ -104,7 +124,7 @@ class _HandlerTxScope:
                                              "attempt; its handler transaction was rolled back")
                 result = tx.result
                 text = None if result is None else v.dump_json(result, "tx.result", store.max_payload_bytes)
-                err = store._jobs.complete_many([(a.lease, text)], encoded=True, session=tx._session_obj)[0]
+                err = self._complete(store, tx._session_obj, text)
             except BaseException as failure:
                 tx._settle()
                 cm.__exit__(type(failure), failure, failure.__traceback__)  # ROLLBACK, gate released
@@ -122,7 +142,21 @@ class _HandlerTxScope:
         finally:
             a.settle_lock.release()
 
+    def _complete(self, store, session, text: str | None) -> TenureError | None:
+        """The job's fenced completion inside the block's transaction, its expiry judged at the
+        instant the block opened (the row has been locked since); None, or the refusal."""
+        jobs, items = store._jobs, [(self._attempt.lease, text)]
+        batch = jobs._completions(items, True)
+        return jobs._answers(session, session.job_complete(batch, self._opened), batch, items, self._opened)[0]
+
     async def __aenter__(self) -> HandlerTransaction:
+        store = self._attempt.worker.store
+        if store.engine.exclusive_gate:
+            # SQLite: a sibling task of this loop holds the store's one connection in its block;
+            # wait for it here, without blocking the loop it needs to finish.
+            local = store._local
+            while local.tx is None and local.on_thread():
+                await asyncio.sleep(SIBLING_POLL_S)
         return self.__enter__()
 
     async def __aexit__(self, exc_type, exc, tb) -> bool:

@@ -20,6 +20,7 @@ from .errors import (
     TenureError,
 )
 from .jobs import Jobs, Transaction
+from .open_tx import OpenTransactions
 
 if TYPE_CHECKING:
     from .maintenance import Maintainer
@@ -64,7 +65,7 @@ class Store:
         self._open_lock = threading.Lock()
         self._opened = False
         self._closed = False
-        self._local = threading.local()
+        self._local = OpenTransactions()  # per thread AND per asyncio task (tenure.open_tx)
         self._jobs = Jobs(self)
         self._queues: Queues | None = None
         self._wake_hooks: list[Callable[[], None]] = []
@@ -153,13 +154,22 @@ class Store:
     def _check_root(self) -> None:
         if self._closed:
             raise StoreClosed("the store is closed")
-        if getattr(self._local, "tx", None) is not None:
+        local = self._local
+        if local.tx is not None:
             # SQLite: it would wait forever for the gate this thread holds. PostgreSQL: it would
             # run on another connection and commit outside the open transaction. Both engines
             # refuse it the same way (checklist decision 7).
             raise NestedRootCall(
                 "a root store.jobs call inside this thread's open store.transaction() would wait "
                 "for (SQLite) or escape (PostgreSQL) that transaction: use tx.jobs inside the block")
+        if self.engine.exclusive_gate and local.on_thread() and local.held_by_sibling():
+            # Another asyncio task on this thread (an async handler awaiting inside its block)
+            # holds SQLite's one connection: waiting here would freeze the loop it needs to finish.
+            raise NestedRootCall(
+                "another task on this event loop holds the SQLite store's write transaction (an async "
+                "handler awaiting inside its ctx.transaction() block): a root call here would freeze the "
+                "loop it needs; open your own `async with ctx.transaction()` (it waits its turn), or do "
+                "not await inside a block (docs/guarantees.md)")
 
     @contextmanager
     def _session(self, cancel: threading.Event | None = None) -> Iterator[Session]:

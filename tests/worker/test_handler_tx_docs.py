@@ -1,6 +1,7 @@
 """docs/guarantees.md's handler-transaction example runs as printed, on SQLite (issue 12: "explains
 the handler transaction with a runnable example"). It also prints what the doc says it prints: the
-counter proves exactly-once, and the refused commit's increment is rolled back."""
+counter proves exactly-once, a block held past three leases commits once (issue 19), and a stale
+attempt's block is refused with nothing written."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "guarantees.md"
-HEADING = "### Example: exactly once, and a refused commit"
+HEADING = "### Example: exactly once, a long block, and a refused block"
 
 
 def _section() -> str:
@@ -32,12 +33,12 @@ def printed() -> list[str]:
 EXPECTED = [
     "counter after 5 jobs: 5",
     "states: {'pending': 0, 'leased': 0, 'done': 10, 'failed': 0, 'dead': 0, 'cancelled': 0}",
-    "attempt 1: the block sees counter = 6",
-    "attempt 1: commit refused TN2067, counter = 5",
-    "attempt 2: the block sees counter = 6",
-    "stall outcomes: [('stall', 1, 'lost', 'TN2067'), ('stall', 2, 'completed', None)]",
+    "long job: done {'attempt': 1} attempts: 1 outcome: completed",
+    "attempt 2: the block sees counter = 7",
+    "attempt 1: block refused TN2065, counter = 7",
+    "stall outcomes: [('stall', 2, 'completed', None), ('stall', 1, 'lost', 'TN2065')]",
     "stalled job: done {'attempt': 2} attempts: 2",
-    "counter at the end: 6",
+    "counter at the end: 7",
 ]
 
 
@@ -53,8 +54,9 @@ def test_the_handler_transaction_example_runs_and_prints_what_the_doc_says(tmp_p
     out = proc.stdout.splitlines()
     assert out == EXPECTED
     assert printed() == EXPECTED  # the doc shows exactly this output
-    # seven increments were made, six committed: the refused one rolled back with its completion
-    assert out[3].endswith("counter = 5") and out[-1] == "counter at the end: 6"
+    # a block that outlasted three leases committed once (issue 19); a stale attempt's block was
+    # refused when it opened, and nothing of it was written
+    assert out[2].startswith("long job: done") and out[-1] == "counter at the end: 7"
     assert (tmp_path / "handler-tx-demo.db").exists()  # a SQLite file in the current directory
 
 

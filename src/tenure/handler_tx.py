@@ -145,9 +145,7 @@ class _HandlerTxScope:
     def _complete(self, store, session, text: str | None) -> TenureError | None:
         """The job's fenced completion inside the block's transaction, its expiry judged at the
         instant the block opened (the row has been locked since); None, or the refusal."""
-        jobs, items = store._jobs, [(self._attempt.lease, text)]
-        batch = jobs._completions(items, True)
-        return jobs._answers(session, session.job_complete(batch, self._opened), batch, items, self._opened)[0]
+        return store._jobs._complete_locked(session, self._attempt.lease, text, self._opened)
 
     async def __aenter__(self) -> HandlerTransaction:
         store = self._attempt.worker.store

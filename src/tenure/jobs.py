@@ -526,6 +526,17 @@ class Jobs(_JobsBase):
                 unstorable[i] = res if isinstance(res, TenureError) else err
         return _spread(_merge(out, unstorable, len(items)), where)
 
+    def _complete_locked(self, session: Session, lease: Lease, text: str | None, at: int) -> TenureError | None:
+        """The handler transaction's completion (:mod:`tenure.handler_tx`): the job row has been
+        locked in ``session`` since the instant ``at`` (the block's open, where the fence was
+        checked), so nothing else can have moved it, and its lease is judged at ``at``. Answers
+        None, or the refusal (an unstorable result: :class:`~tenure.errors.UnstorableValue`)."""
+        items = [(lease, text)]
+        batch, unstorable = self._completions(items, True)
+        if unstorable:
+            return unstorable[0]
+        return self._answers(session, session.job_complete(batch, at), batch, items, at)[0]
+
     def _complete_isolated(self, batch: list[Settle], items: list, cancel, unstorable: dict[int, TenureError],
                            positions: list[int]) -> list[TenureError | None]:
         """Complete ``batch`` in one transaction; when the database refuses it for what an item

@@ -241,6 +241,48 @@ def dump_json(value: Any, what: str, limit: int = MAX_PAYLOAD_BYTES) -> str:
     return text
 
 
+MAX_TAGS = 20  # tags on one job
+MAX_TAG_CHARS = 64  # characters of one tag
+MAX_META_BYTES = 4096  # UTF-8 bytes of a job's meta object as JSON
+
+
+def tags(value: Any, what: str = "tags") -> str | None:
+    """A job's tags as JSON text (None for none): a list (or tuple) of at most :data:`MAX_TAGS`
+    distinct non-empty strings of at most :data:`MAX_TAG_CHARS` characters, order kept,
+    repeats dropped. A wrong type is TN1002, a bad value TN1001; both name the field."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise InvalidType(f"{what} must be a list of strings, got {type(value).__name__}")
+    seen: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise InvalidType(f"{what}[{i}] must be a string, got {type(item).__name__}")
+        text(item, f"{what}[{i}]", max_chars=MAX_TAG_CHARS, allow_empty=False)
+        if item not in seen:
+            seen.append(item)
+    if len(seen) > MAX_TAGS:
+        raise InvalidArgument(f"{what} has {len(seen)} tags; the limit is {MAX_TAGS}")
+    return json.dumps(seen, ensure_ascii=False, separators=(",", ":")) if seen else None
+
+
+def meta(value: Any, what: str = "meta") -> str | None:
+    """A job's meta as JSON text (None for none): a JSON object with string keys, at most
+    :data:`MAX_META_BYTES` bytes as JSON. A wrong type is TN1002, too large TN1001."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidType(f"{what} must be a JSON object (a dict), got {type(value).__name__}")
+    for k in value:
+        if not isinstance(k, str):
+            raise InvalidType(f"{what} keys must be strings, got {type(k).__name__}")
+    out = dump_json(value, what, limit=1 << 30)
+    size = len(out.encode("utf-8"))
+    if size > MAX_META_BYTES:
+        raise InvalidArgument(f"{what} is {size} bytes of JSON; the limit is {MAX_META_BYTES}")
+    return out if value else None
+
+
 def state(value: Any) -> str | None:
     from .records import STATES
 

@@ -37,7 +37,7 @@ log = logging.getLogger("tenure")
 
 _ENQUEUE_OPTIONS = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout", "singleton_key",
                     "singleton_for", "group_key", "conn", "retry_delay", "retry_backoff", "retry_delay_max",
-                    "retention", "delete_after", "dead_letter", "debounce"}
+                    "retention", "delete_after", "dead_letter", "debounce", "tags", "meta"}
 
 
 @dataclass(frozen=True)

@@ -516,14 +516,16 @@ def _jsonl_lines(path: str) -> list[str]:
 @_duration_option("--delay", help="Run no earlier than this from now")
 @click.option("--id", "job_id", default=None, help="Caller-chosen job id (idempotent enqueue).")
 @click.option("--max-attempts", default=None, type=click.IntRange(min=1))
+@click.option("--tag", "tags", multiple=True, help="A tag for the job (repeat for several).")
+@click.option("--meta", default=None, metavar="JSON", help="The job's meta, a JSON object.")
 @click.option("--from-file", "from_file", default=None, metavar="PATH",
               help="Bulk-load a JSON-lines file ('-' for stdin): one object per line with enqueue's keys.")
 @click.option("--batch-size", default=1000, show_default=True, type=click.IntRange(min=1, max=100_000),
               help="Jobs per statement batch with --from-file (the whole file is one transaction).")
 @json_option
 def enqueue(kind: str | None, url: str | None, payload: str | None, queue: str, priority: int,
-            delay: str | None, job_id: str | None, max_attempts: int | None, from_file: str | None,
-            batch_size: int, as_json: bool) -> None:
+            delay: str | None, job_id: str | None, max_attempts: int | None, tags: tuple[str, ...],
+            meta: str | None, from_file: str | None, batch_size: int, as_json: bool) -> None:
     """Enqueue one job (KIND --payload JSON), or many with --from-file jobs.jsonl.
 
     Each line of the file is an object such as {"kind": "email.send", "payload": {...},
@@ -550,7 +552,8 @@ def enqueue(kind: str | None, url: str | None, payload: str | None, queue: str, 
     store = open_store(url)
     try:
         new_id = store.jobs.enqueue(kind, body, queue=queue, priority=priority, delay=delay_s, id=job_id,
-                                    max_attempts=max_attempts)
+                                    max_attempts=max_attempts, tags=list(tags) or None,
+                                    meta=None if meta is None else _payload(meta, "--meta"))
     finally:
         _close(store)
     if as_json:
@@ -613,15 +616,16 @@ def _job_dict(job: Any) -> dict[str, Any]:
 @click.option("--state", type=click.Choice(STATES), default=None)
 @click.option("--queue", default=None)
 @click.option("--kind", default=None)
+@click.option("--tag", default=None, help="Only jobs carrying this tag.")
 @click.option("--after", default=None, metavar="JOB_ID", help="Continue after this id (keyset paging).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1, max=10_000))
 @json_option
-def jobs_list(url: str | None, state: str | None, queue: str | None, kind: str | None, after: str | None,
-              limit: int, as_json: bool) -> None:
-    """One keyset page of jobs, by id (filter by --state, --queue, --kind)."""
+def jobs_list(url: str | None, state: str | None, queue: str | None, kind: str | None, tag: str | None,
+              after: str | None, limit: int, as_json: bool) -> None:
+    """One keyset page of jobs, by id (filter by --state, --queue, --kind, --tag)."""
     store = open_store(url)
     try:
-        page = store.jobs.page(state=state, kind=kind, queue=queue, after=after, limit=limit)
+        page = store.jobs.page(state=state, kind=kind, queue=queue, tag=tag, after=after, limit=limit)
     finally:
         _close(store)
     if as_json:
@@ -660,7 +664,9 @@ def jobs_show(job_id: str, url: str | None, as_json: bool) -> None:
               ("timeout", f"{job.timeout_ms} ms" if job.timeout_ms else ""),
               ("singleton key", job.singleton_key or ""), ("group key", job.group_key or ""),
               ("dead letter of", job.origin_id or ""), ("last error", job.last_error or ""),
-              ("cancel requested", fmt_ms(job.cancel_requested_at) if job.cancel_requested_at else "")]
+              ("cancel requested", fmt_ms(job.cancel_requested_at) if job.cancel_requested_at else ""),
+              ("tags", ", ".join(job.tags) if isinstance(job.tags, list) else "(cannot be decoded)"),
+              ("meta", json.dumps(job.meta, ensure_ascii=False, default=_jsonable) if job.meta else "")]
     print_table(["field", "value"], fields)
     click.echo("payload:")
     click.echo(json.dumps(job.payload, indent=2, ensure_ascii=False, default=_jsonable))

@@ -39,7 +39,7 @@ from .errors import (
 )
 from .handler_control import Discard, Retry
 from .job_control import cancel_abandoned, request_cancel
-from .records import Checkpoint, Claim, Job, Lease, Page, SweepResult, Undecodable
+from .records import Checkpoint, Claim, Job, Lease, Page, Progress, SweepResult, Undecodable
 from .tracing import enqueue_headers
 
 if TYPE_CHECKING:
@@ -59,10 +59,23 @@ log = logging.getLogger("tenure.jobs")
 def _decoded(r: JobRow) -> Job:
     """The public record for an engine row: JSON decoded, token dropped. Raises what the decoder
     raises on a column that cannot be decoded."""
-    p, res, h, e = r[2], r[11], r[21], r[22]
+    p, res, h, e, t, m = r[2], r[11], r[21], r[22], r[24], r[25]
     return Job(r[0], r[1], None if p is None else _loads(p), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
                None if res is None else _loads(res), r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19],
-               r[20], None if h is None else _loads(h), [] if e is None else _loads(e), r[23])
+               r[20], None if h is None else _loads(h), [] if e is None else _loads(e), r[23],
+               [] if t is None else _loads(t), {} if m is None else _loads(m), _progress(r[26]))
+
+
+def _progress(text: str | None) -> Progress | None:
+    """The stored progress column as a record; None when absent or unreadable (progress is a
+    report, never a reason to hide the job)."""
+    if text is None:
+        return None
+    try:
+        d = _loads(text)
+        return Progress(float(d["fraction"]), d.get("note"), d.get("at"))
+    except Exception:  # noqa: BLE001 - foreign text in a report column
+        return None
 
 
 def row_to_job(r: JobRow) -> Job:
@@ -78,10 +91,11 @@ def row_to_job(r: JobRow) -> Job:
 def _tolerant(r: JobRow) -> Job:
     """:func:`_decoded`, each column that cannot be decoded read as an Undecodable marker."""
     dec = _sanitize.decode_column
-    e = r[22]
+    e, t, m = r[22], r[24], r[25]
     return Job(r[0], r[1], dec(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], dec(r[11]),
                r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], dec(r[21]),
-               [] if e is None else dec(e), r[23])
+               [] if e is None else dec(e), r[23], [] if t is None else dec(t), {} if m is None else dec(m),
+               _progress(r[26]))
 
 
 def row_to_claim(r: JobRow) -> Claim:
@@ -243,6 +257,7 @@ class _JobsBase:
                 delay: Any = None, max_attempts: int | None = None, queue: str = "default",
                 priority: int = 0, timeout: Any = None, singleton_key: str | None = None,
                 singleton_for: Any = None, group_key: str | None = None, conn: Any = None,
+                tags: Sequence[str] | None = None, meta: dict[str, Any] | None = None,
                 **options: Any) -> str | None:
         """Store one job and answer its id. A caller-supplied ``id`` makes this idempotent: an
         existing id changes nothing and is answered as is. A duplicate under a queue's uniqueness
@@ -254,10 +269,15 @@ class _JobsBase:
         ``retry_backoff``, ``retry_delay_max``, ``retention``, ``delete_after`` (seconds),
         ``dead_letter`` (a queue name) and ``debounce`` (seconds: a later enqueue of the same
         queue, kind and ``singleton_key`` while this one is pending replaces its payload and
-        pushes its run time, answering its id)."""
+        pushes its run time, answering its id).
+
+        ``tags`` (a list of short strings, filterable: ``page(tag=...)``) and ``meta`` (a JSON
+        object of at most 4 KiB) are stored on the job as given (docs/operations.md, "Tags and
+        meta"); a bad one is TN1001/TN1002 naming the field."""
         new = self._build(kind, payload, id=id, run_at=run_at, delay=delay, max_attempts=max_attempts,
                           queue=queue, priority=priority, timeout=timeout, singleton_key=singleton_key,
-                          singleton_for=singleton_for, group_key=group_key, options=options)
+                          singleton_for=singleton_for, group_key=group_key, options=options, tags=tags,
+                          meta=meta)
         return self._insert([new], conn)[0]
 
     async def enqueue_async(self, kind: str, payload: Any = None, **options: Any) -> str | None:
@@ -295,15 +315,15 @@ class _JobsBase:
             raise InvalidArgument("every enqueue_many item needs a 'kind'") from None
         payload = spec.pop("payload", None)
         known = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout",
-                 "singleton_key", "singleton_for", "group_key"}
+                 "singleton_key", "singleton_for", "group_key", "tags", "meta"}
         opts = {k: spec.pop(k) for k in list(spec) if k not in known}
         return self._build(kind, payload, options=opts, **{
             "id": None, "run_at": None, "delay": None, "max_attempts": None, "queue": "default",
             "priority": 0, "timeout": None, "singleton_key": None, "singleton_for": None,
-            "group_key": None, **spec})
+            "group_key": None, "tags": None, "meta": None, **spec})
 
     def _build(self, kind, payload, *, id, run_at, delay, max_attempts, queue, priority, timeout,
-               singleton_key, singleton_for, group_key, options) -> NewJob:
+               singleton_key, singleton_for, group_key, options, tags=None, meta=None) -> NewJob:
         store = self._store
         v.name(kind, "kind")
         v.name(queue, "queue")
@@ -319,13 +339,14 @@ class _JobsBase:
         v.key(singleton_key, "singleton_key")
         v.key(group_key, "group_key")
         singleton_ms = v.duration_ms(singleton_for, "singleton_for", seconds=True, positive=True)
+        tags_text, meta_text = v.tags(tags), v.meta(meta)
         if options:
             store_options = store.queues.job_options(options) if hasattr(store, "queues") else None
             if store_options is None:
                 raise InvalidArgument(f"unknown enqueue options: {', '.join(sorted(options))}")
         new = NewJob(id=job_id, kind=kind, payload=text, queue=queue, priority=priority, run_at=at,
                      delay_ms=delay_ms, max_attempts=max_attempts or 0, timeout_ms=timeout_ms,
-                     singleton_key=singleton_key, group_key=group_key)
+                     singleton_key=singleton_key, group_key=group_key, tags=tags_text, meta=meta_text)
         if singleton_ms:
             if singleton_key is None:
                 new.singleton_key = ""
@@ -748,11 +769,14 @@ class Jobs(_JobsBase):
         return {k: int(raw.get(k, 0)) for k in ("pending", "leased", "done", "failed", "dead", "cancelled")}
 
     def page(self, state: str | None = None, kind: str | None = None, after: str | None = None,
-             limit: int = 100, *, queue: str | None = None, cancel_event: threading.Event | None = None,
-             deadline: int | None = None) -> Page:
+             limit: int = 100, *, queue: str | None = None, tag: str | None = None,
+             cancel_event: threading.Event | None = None, deadline: int | None = None) -> Page:
         """A keyset page by job id: at most ``limit`` records (as ``get`` answers them) with id >
-        ``after``, filtered by ``state``/``kind``/``queue``. ``next_after`` continues it."""
+        ``after``, filtered by ``state``/``kind``/``queue`` and ``tag`` (jobs whose tags include
+        it). ``next_after`` continues it."""
         v.state(state)
+        if tag is not None:
+            v.text(tag, "tag", max_chars=v.MAX_TAG_CHARS, allow_empty=False)
         if kind is not None:
             v.name(kind, "kind")
         if queue is not None:
@@ -768,7 +792,7 @@ class Jobs(_JobsBase):
             if now >= deadline:
                 raise DeadlineExceeded(f"page() deadline passed {now - deadline} ms ago")
         with self._session() as s:
-            rows = s.job_page(state=state, kind=kind, queue=queue, after=after, limit=limit + 1)
+            rows = s.job_page(state=state, kind=kind, queue=queue, tag=tag, after=after, limit=limit + 1)
         if cancel_event is not None and cancel_event.is_set():
             raise PageCancelled("page() was cancelled while it read")
         more = len(rows) > limit

@@ -10,6 +10,16 @@ SETTLED_STATES: tuple[str, ...] = ("done", "dead", "cancelled")
 
 
 @dataclass(frozen=True, slots=True)
+class Progress:
+    """What an attempt last reported with ``ctx.progress(fraction, note=...)``: ``fraction`` in
+    [0, 1], an optional ``note``, and ``at`` (epoch ms, the store's clock) when it was written."""
+
+    fraction: float
+    note: str | None = None
+    at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """A job as the store holds it. Never carries the lease token (JOBS-FORMAT §3)."""
 
@@ -43,6 +53,12 @@ class Job:
     errors: list[dict[str, Any]] = field(default_factory=list)
     #: When an operator asked to cancel the job while it ran (``jobs.request_cancel``), else None.
     cancel_requested_at: int | None = None
+    #: The tags given at enqueue (short strings; ``page(tag=...)`` filters by one), else ``[]``.
+    tags: list[str] = field(default_factory=list)
+    #: The meta object given at enqueue (JSON, size-capped; never read by tenure), else ``{}``.
+    meta: dict[str, Any] = field(default_factory=dict)
+    #: What the running (or last) attempt reported with ``ctx.progress``, else None.
+    progress: Progress | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -256,8 +256,9 @@ and in the <code>tenure</code> CLI.</p></noscript>
             return _error(400, "TN1001", "limit must be an integer")
         limit = max(1, min(limit, MAX_PAGE))
         page = self.store.jobs.page(state=state, kind=q.get("kind") or None, queue=q.get("queue") or None,
-                                    after=q.get("after") or None, limit=limit)
+                                    tag=q.get("tag") or None, after=q.get("after") or None, limit=limit)
         items = [{"id": j.id, "kind": j.kind, "queue": j.queue, "state": j.state, "priority": j.priority,
+                  "tags": j.tags if isinstance(j.tags, list) else [],
                   "attempts": j.attempts, "max_attempts": j.max_attempts, "run_at": j.run_at,
                   "created_at": j.created_at, "updated_at": j.updated_at,
                   "last_error": None if j.last_error is None else j.last_error[:LIST_ERROR_CHARS]}

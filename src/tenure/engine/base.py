@@ -26,7 +26,7 @@ JOB_COLUMNS: tuple[str, ...] = (
     "id", "kind", "payload", "state", "run_at", "attempts", "max_attempts", "lease_until",
     "lease_owner", "lease_generation", "last_error", "result", "created_at", "updated_at",
     "queue", "priority", "timeout_ms", "singleton_key", "group_key", "dead_letter", "origin_id",
-    "headers", "errors", "cancel_requested_at", "lease_token",
+    "headers", "errors", "cancel_requested_at", "tags", "meta", "progress", "lease_token",
 )
 TOKEN_INDEX = len(JOB_COLUMNS) - 1
 
@@ -73,6 +73,9 @@ class NewJob:
     last_error: str | None = None
     #: JSON text of propagation headers (the OpenTelemetry trace context of the enqueue), or None.
     headers: str | None = None
+    #: JSON text of the job's tags (a list of short strings) and meta (an object), or None.
+    tags: str | None = None
+    meta: str | None = None
 
 
 def new_job_params(j: NewJob, now: int | None) -> dict[str, Any]:
@@ -86,6 +89,7 @@ def new_job_params(j: NewJob, now: int | None) -> dict[str, Any]:
         "retry_backoff": None if j.retry_backoff is None else int(j.retry_backoff),
         "retry_delay_max_ms": j.retry_delay_max_ms, "keep_until": j.keep_until,
         "delete_after_ms": j.delete_after_ms, "last_error": j.last_error, "headers": j.headers,
+        "tags": j.tags, "meta": j.meta,
     }
 
 
@@ -217,8 +221,8 @@ class Session(abc.ABC):
 
     @abc.abstractmethod
     def job_page(self, *, state: str | None, kind: str | None, queue: str | None, after: str | None,
-                 limit: int) -> list[JobRow]:
-        """Keyset page by id ascending."""
+                 limit: int, tag: str | None = None) -> list[JobRow]:
+        """Keyset page by id ascending; ``tag`` keeps the jobs whose tags include it."""
 
     @abc.abstractmethod
     def job_sweep(self, settled_before: int, limit: int) -> int:

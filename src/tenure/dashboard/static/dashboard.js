@@ -243,7 +243,8 @@
   function jobsPage() {
     var params = new URLSearchParams(location.search);
     var filt = { state: params.get("state") || "", queue: params.get("queue") || "", kind: params.get("kind") || "",
-                 after: params.get("after") || "" };
+                 tag: params.get("tag") || "", after: params.get("after") || "" };
+    function at(after) { return { state: filt.state, queue: filt.queue, kind: filt.kind, tag: filt.tag, after: after }; }
     var stateSel = el("select", { name: "state", id: "f-state" }, el("option", { value: "", text: "any state" }),
       STATES.map(function (s) { return el("option", { value: s, text: s }); }));
     stateSel.value = filt.state;
@@ -251,11 +252,14 @@
     queueIn.value = filt.queue;
     var kindIn = el("input", { type: "text", name: "kind", id: "f-kind", placeholder: "any kind" });
     kindIn.value = filt.kind;
+    var tagIn = el("input", { type: "text", name: "tag", id: "f-tag", placeholder: "any tag" });
+    tagIn.value = filt.tag;
     var names = el("datalist", { id: "queue-names" });
     var form = el("form", { "class": "filters", id: "filters", onsubmit: function (e) {
       e.preventDefault();
-      go({ state: stateSel.value, queue: queueIn.value.trim(), kind: kindIn.value.trim(), after: "" });
+      go({ state: stateSel.value, queue: queueIn.value.trim(), kind: kindIn.value.trim(), tag: tagIn.value.trim(), after: "" });
     } }, el("label", {}, "state", stateSel), el("label", {}, "queue", queueIn, names), el("label", {}, "kind", kindIn),
+      el("label", {}, "tag", tagIn),
       el("button", { type: "submit", id: "apply", text: "Filter" }),
       el("a", { href: url("/jobs"), text: "clear" }));
     stateSel.addEventListener("change", function () { form.requestSubmit(); });
@@ -274,26 +278,28 @@
     window.addEventListener("popstate", function () { location.reload(); });
 
     render = function () {
-      return getJSON("/api/jobs", { state: filt.state, queue: filt.queue, kind: filt.kind, after: filt.after, limit: 50 })
+      var q = at(filt.after); q.limit = 50;
+      return getJSON("/api/jobs", q)
         .then(function (d) {
           var rows = d.items.map(function (j) {
             return el("tr", { "data-job": j.id, "data-state": j.state },
               el("td", { "class": "mono" }, el("a", { href: jobHref(j.id), text: j.id })),
               el("td", { text: j.kind }), el("td", { text: j.queue }), el("td", {}, badge(j.state)),
+              el("td", { "class": "tags", text: (j.tags || []).join(", ") }),
               el("td", { "class": "num", text: j.attempts + "/" + j.max_attempts }),
               el("td", { "class": "mono", text: fmtTime(j.run_at) }),
               el("td", { title: fmtTime(j.updated_at), text: ago(j.updated_at, d.now) }),
               el("td", { "class": "err", text: j.last_error || "" }));
           });
           replace(table, rows.length ? el("table", { id: "job-table" },
-            el("thead", {}, el("tr", {}, ["id", "kind", "queue", "state", "attempts", "run at", "updated", "last error"]
+            el("thead", {}, el("tr", {}, ["id", "kind", "queue", "state", "tags", "attempts", "run at", "updated", "last error"]
               .map(function (h) { return el("th", { text: h }); }))), el("tbody", {}, rows))
             : el("p", { "class": "muted", id: "no-jobs", text: "No jobs match." }));
           replace(pager,
             filt.after ? el("button", { id: "first", text: "« First page", onclick: function () {
-              go({ state: filt.state, queue: filt.queue, kind: filt.kind, after: "" }); } }) : "",
+              go(at("")); } }) : "",
             d.next_after ? el("button", { id: "next", text: "Next page »", onclick: function () {
-              go({ state: filt.state, queue: filt.queue, kind: filt.kind, after: d.next_after }); } }) : "",
+              go(at(d.next_after)); } }) : "",
             el("span", { "class": "muted", text: d.items.length + " shown" + (filt.after ? " (after " + filt.after + ")" : "") }));
         });
     };
@@ -326,7 +332,9 @@
           ["run at", fmtTime(j.run_at)], ["created", fmtTime(j.created_at)], ["updated", fmtTime(j.updated_at) + " (" + ago(j.updated_at, j.now) + ")"],
           ["timeout", j.timeout_ms ? j.timeout_ms + " ms" : ""], ["singleton key", j.singleton_key || ""],
           ["group key", j.group_key || ""], ["dead letter of", j.origin_id ? el("a", { href: jobHref(j.origin_id), text: j.origin_id }) : ""],
-          ["cancel requested", j.cancel_requested_at ? fmtTime(j.cancel_requested_at) : ""]];
+          ["cancel requested", j.cancel_requested_at ? fmtTime(j.cancel_requested_at) : ""],
+          ["tags", Array.isArray(j.tags) ? j.tags.join(", ") : ""],
+          ["meta", j.meta && Object.keys(j.meta).length ? el("code", { text: JSON.stringify(j.meta) }) : ""]];
         var attempts = (j.attempt_rows || []).map(function (a) {
           return el("tr", { "data-attempt": a.attempt, "data-outcome": a.outcome },
             el("td", { "class": "num", text: a.attempt }),

@@ -303,8 +303,8 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
     def job_counts(self) -> dict[str, int]:
         return dict(self._conn.execute(Q.COUNTS).fetchall())
 
-    def job_page(self, *, state, kind, queue, after, limit) -> list[JobRow]:
-        params = {"state": state, "kind": kind, "queue": queue, "after": after, "limit": limit}
+    def job_page(self, *, state, kind, queue, after, limit, tag=None) -> list[JobRow]:
+        params = {"state": state, "kind": kind, "queue": queue, "tag": tag, "after": after, "limit": limit}
         return self._conn.execute(_page_sql(params), params).fetchall()
 
     def job_sweep(self, settled_before: int, limit: int) -> int:
@@ -338,7 +338,8 @@ def _insert_rows(jobs: Sequence[NewJob], now: int | None) -> dict[str, Any]:
     rows = [[j.id, j.kind, j.payload, j.run_at, j.delay_ms, j.max_attempts, j.queue, j.priority,
              j.timeout_ms, j.singleton_key, j.singleton_on, j.policy, j.group_key, j.dead_letter,
              j.origin_id, j.retry_delay_ms, None if j.retry_backoff is None else int(j.retry_backoff),
-             j.retry_delay_max_ms, j.keep_until, j.delete_after_ms, j.last_error, j.headers] for j in jobs]
+             j.retry_delay_max_ms, j.keep_until, j.delete_after_ms, j.last_error, j.headers, j.tags,
+             j.meta] for j in jobs]
     return {"now": now, "rows": json.dumps(rows)}
 
 

@@ -161,7 +161,7 @@ GROUP BY group_key HAVING count(*) >= %(group_limit)s::int
 _INSERT_COLUMNS = """id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
   created_at, updated_at, queue, priority, timeout_ms, singleton_key, singleton_on, policy, group_key,
   dead_letter, origin_id, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms,
-  last_error, headers"""
+  last_error, headers, tags, meta"""
 
 INSERT = f"""
 WITH {CLOCK}
@@ -171,7 +171,8 @@ SELECT %(id)s::text, %(kind)s::text, %(payload)s::text, 'pending',
   %(queue)s::text, %(priority)s::int, %(timeout_ms)s::bigint, %(singleton_key)s::text,
   %(singleton_on)s::bigint, %(policy)s::text, %(group_key)s::text, %(dead_letter)s::text,
   %(origin_id)s::text, %(retry_delay_ms)s::bigint, %(retry_backoff)s::int, %(retry_delay_max_ms)s::bigint,
-  %(keep_until)s::bigint, %(delete_after_ms)s::bigint, %(last_error)s::text, %(headers)s::text
+  %(keep_until)s::bigint, %(delete_after_ms)s::bigint, %(last_error)s::text, %(headers)s::text,
+  %(tags)s::text, %(meta)s::text
 FROM clock c
 ON CONFLICT DO NOTHING
 RETURNING id
@@ -187,7 +188,7 @@ INSERT_MANY_COLUMNS = (
     ("singleton_key", "text"), ("singleton_on", "bigint"), ("policy", "text"), ("group_key", "text"),
     ("dead_letter", "text"), ("origin_id", "text"), ("retry_delay_ms", "bigint"), ("retry_backoff", "int"),
     ("retry_delay_max_ms", "bigint"), ("keep_until", "bigint"), ("delete_after_ms", "bigint"),
-    ("last_error", "text"), ("headers", "text"),
+    ("last_error", "text"), ("headers", "text"), ("tags", "text"), ("meta", "text"),
 )
 _UNPACK = ", ".join(f"(e ->> {i})::{t}" for i, (_, t) in enumerate(INSERT_MANY_COLUMNS))
 INSERT_MANY = f"""
@@ -196,7 +197,7 @@ INSERT INTO tenure_jobs ({_INSERT_COLUMNS})
 SELECT t.id, t.kind, t.payload, 'pending', coalesce(t.run_at, c.ms + t.delay_ms), 0, t.max_attempts, 0,
   c.ms, c.ms, t.queue, t.priority, t.timeout_ms, t.singleton_key, t.singleton_on, t.policy, t.group_key,
   t.dead_letter, t.origin_id, t.retry_delay_ms, t.retry_backoff, t.retry_delay_max_ms, t.keep_until,
-  t.delete_after_ms, t.last_error, t.headers
+  t.delete_after_ms, t.last_error, t.headers, t.tags, t.meta
 FROM clock c, (SELECT {_UNPACK}, x.n FROM jsonb_array_elements(%(rows)s::jsonb) WITH ORDINALITY AS x(e, n))
   AS t({", ".join(name for name, _ in INSERT_MANY_COLUMNS)}, n)
 ORDER BY t.n
@@ -386,6 +387,7 @@ PAGE_FILTERS = {
     "state": " AND state = %(state)s::text",
     "kind": " AND kind = %(kind)s::text",
     "queue": " AND queue = %(queue)s::text",
+    "tag": " AND tags IS NOT NULL AND tags::jsonb @> jsonb_build_array(%(tag)s::text)",
     "after": " AND id > %(after)s::text",
 }
 

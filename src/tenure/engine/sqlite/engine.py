@@ -305,8 +305,8 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
     def job_counts(self) -> dict[str, int]:
         return dict(self._conn.execute(Q.COUNTS).fetchall())
 
-    def job_page(self, *, state, kind, queue, after, limit) -> list[JobRow]:
-        params = {"state": state, "kind": kind, "queue": queue, "after": after, "limit": limit}
+    def job_page(self, *, state, kind, queue, after, limit, tag=None) -> list[JobRow]:
+        params = {"state": state, "kind": kind, "queue": queue, "tag": tag, "after": after, "limit": limit}
         shape = tuple(params[name] is not None for name in Q.PAGE_FILTERS)
         sql = _PAGE_CACHE.get(shape)
         if sql is None:

@@ -110,11 +110,12 @@ QUEUE_REGISTRY = "SELECT name, paused, concurrency_limit, group_limit FROM tenur
 INSERT = """
 INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
   created_at, updated_at, queue, priority, timeout_ms, singleton_key, singleton_on, policy, group_key,
-  dead_letter, origin_id, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms, last_error, headers)
+  dead_letter, origin_id, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms, last_error, headers,
+  tags, meta)
 VALUES (:id, :kind, :payload, 'pending', coalesce(:run_at, :now + :delay_ms), 0, :max_attempts, 0,
   :now, :now, :queue, :priority, :timeout_ms, :singleton_key, :singleton_on, :policy, :group_key,
   :dead_letter, :origin_id, :retry_delay_ms, :retry_backoff, :retry_delay_max_ms, :keep_until,
-  :delete_after_ms, :last_error, :headers)
+  :delete_after_ms, :last_error, :headers, :tags, :meta)
 ON CONFLICT DO NOTHING
 """
 
@@ -256,6 +257,7 @@ PAGE_FILTERS = {
     "state": " AND state = :state",
     "kind": " AND kind = :kind",
     "queue": " AND queue = :queue",
+    "tag": " AND tags IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(tags) t WHERE t.value = :tag)",
     "after": " AND id > :after",
 }
 

@@ -725,8 +725,13 @@ def _read_only_media(path: str) -> bool:
     written. ``access(2)`` answers EROFS on a read-only mount even for root."""
     if not os.path.exists(path):
         return False
-    directory = os.path.dirname(os.path.abspath(path))
-    return not os.access(path, os.W_OK) or not os.access(directory, os.W_OK)
+    if not os.access(path, os.W_OK):
+        return True
+    if os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
+        return False
+    # The directory is read-only: WAL mode still works when its -wal and -shm files already exist
+    # and can be written (another process created them); otherwise nothing could be written.
+    return not all(os.access(path + suffix, os.W_OK) for suffix in ("-wal", "-shm"))
 
 
 def _check_pages(conn: sqlite3.Connection, path: str) -> None:

@@ -499,6 +499,9 @@ class Worker:
         self._reserved = 0  # slots promised to a claim in progress (see _reserve)
         self._credit = 0  # slots of credited attempts (being settled by a settle-and-claim)
         self._backlog = False  # the last claim came back full: more jobs are likely waiting
+        # A job reclaimed from an expired lease (its last worker was lost, maybe BY it) runs alone:
+        # while it runs, this worker claims nothing more (docs/guarantees.md, "Liveness").
+        self._quarantine: Attempt | None = None
         self._slots: _queue.SimpleQueue = _queue.SimpleQueue()
         self._done: _queue.SimpleQueue = _queue.SimpleQueue()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -817,6 +820,8 @@ class Worker:
         ``concurrency``, and since no reservation is smaller than its credit, neither does the
         number of attempts in flight (6.3), however many settlers claim at once."""
         with self._lock:
+            if self._quarantine is not None:
+                return 0  # a reclaimed attempt is running: it runs alone (see _start_attempts)
             free = self.concurrency - len(self._attempts) - self._reserved + self._credit + len(settling)
             if self.max_jobs is not None:
                 free = min(free, self.max_jobs - self._stats["claims"] - self._reserved)
@@ -854,6 +859,11 @@ class Worker:
             mine = self._attempts
             for attempt in attempts:
                 mine[attempt.token] = attempt
+            if claims[0].reclaimed:
+                # Reclaimed from an expired lease, so it comes alone (the claim's rule), and no
+                # claim starts until it ends: if it is what killed its last worker, it can take
+                # no job claimed after it down with it (docs/guarantees.md, "Liveness").
+                self._quarantine = attempts[0]
         registry = self.store._attempts
         stopping = self._stop.is_set()
         sync = []
@@ -942,6 +952,8 @@ class Worker:
             mine = self._attempts
             for a in attempts:
                 mine.pop(a.token, None)
+                if a is self._quarantine:
+                    self._quarantine = None
                 if a.credited:
                     a.credited = False
                     self._credit -= 1

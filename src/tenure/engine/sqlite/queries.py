@@ -73,6 +73,11 @@ RECLAIM_LIMITS = """
                 SELECT count(*) FROM tenure_jobs a INDEXED BY tenure_jobs_leased
                 WHERE a.state = 'leased' AND a.lease_until > :now AND a.queue = j.queue
                   AND a.group_key = j.group_key))))"""
+# Is any lease expired? (RECLAIM runs only then: the claim's fast path skips it.)
+ANY_EXPIRED = """
+SELECT 1 FROM tenure_jobs INDEXED BY tenure_jobs_leased WHERE state = 'leased' AND lease_until <= ? LIMIT 1
+"""
+
 # Recovery is the next claim (JOBS-FORMAT §5), bounded (docs/guarantees.md, "Liveness: bounded
 # reclaim and dead letters"), in ONE statement over the first :limit expired leases of the claimed
 # queues, in claim order (as on PostgreSQL): those whose job has used its last attempt are settled

@@ -51,9 +51,12 @@ def _exc_info(error: Any) -> Any:
 def failed(job: Any, attempt: int, error: Any, settled: Any, owner: str | None) -> None:
     """Log one failed attempt: ERROR when ``settled`` (the job's record after the failure) is dead,
     else WARNING with when it runs again. ``error`` is the exception (logged with its traceback)."""
-    from ._validate import error_message
+    from . import _sanitize
 
-    message = error_message(error)
+    full = _sanitize.message(error)
+    message = _sanitize.error_text(full)  # as last_error stores it: capped, NUL/surrogates escaped
+    # a traceback would print a message too long for last_error whole: leave it to the history
+    exc_info = _exc_info(error) if len(full) <= _sanitize.MAX_ERROR_CHARS else None
     if getattr(settled, "state", None) == "cancelled":  # a cancel request raced the failure
         event(
             logging.INFO,
@@ -71,7 +74,7 @@ def failed(job: Any, attempt: int, error: Any, settled: Any, owner: str | None) 
             job.kind,
             attempt,
             message,
-            exc_info=_exc_info(error),
+            exc_info=exc_info,
             extra=_fields(job, attempt, "dead", owner),
         )
         return
@@ -86,7 +89,7 @@ def failed(job: Any, attempt: int, error: Any, settled: Any, owner: str | None) 
         attempt,
         message,
         when,
-        exc_info=_exc_info(error),
+        exc_info=exc_info,
         extra=_fields(job, attempt, "failed", owner),
     )
 

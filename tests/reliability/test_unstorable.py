@@ -171,7 +171,7 @@ def test_a_50_mb_error_is_stored_capped_head_and_tail(any_store):
     assert len(head) + cut + len(tail) == len(huge)  # the marker says how much was cut
 
 
-def test_a_50_mb_error_from_a_handler_settles_on_a_short_lease(any_store):
+def test_a_50_mb_error_from_a_handler_settles_on_a_short_lease(any_store, caplog):
     """Through the worker, with a lease far shorter than writing 50 MB would take on PostgreSQL:
     the capped message settles the attempt once, it is not reclaimed and rerun."""
     calls = []
@@ -189,6 +189,8 @@ def test_a_50_mb_error_from_a_handler_settles_on_a_short_lease(any_store):
     job = any_store.jobs.get(job_id)
     assert calls == [1] and job.attempts == 1
     assert len(job.last_error) <= MAX_ERROR_CHARS and job.last_error.endswith(" TAIL")
+    logged = [r for r in caplog.records if r.name == "tenure.jobs" and getattr(r, "job_id", None) == job_id]
+    assert logged and all(len(r.getMessage()) < MAX_ERROR_CHARS + 200 and r.exc_info is None for r in logged)
 
 
 # -- results the store cannot hold --------------------------------------------------------------

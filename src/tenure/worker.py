@@ -1189,6 +1189,15 @@ class Worker:
         writes nothing) and release its job at once, fenced by its current lease: back to
         ``pending`` now with its retries left unchanged, instead of leased until the lease expires.
         Answers the released job ids. Never raises; call :meth:`stop` as usual afterwards."""
+        # Stop claiming first (and let a claim in progress register what it took), or a released
+        # job could be claimed straight back by this worker.
+        self._stop.set()
+        self._wake.set()
+        dispatcher = self._threads[0] if self._threads else None
+        if dispatcher is not None and dispatcher is not threading.current_thread():
+            dispatcher.join(1.0)
+        with self._refills:
+            self._refills.wait_for(lambda: self._refilling == 0, timeout=1.0)
         with self._lock:
             left = [a for a in self._attempts.values() if not a.settled and not a.detached]
             for a in left:

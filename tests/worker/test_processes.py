@@ -127,7 +127,8 @@ def test_run_worker_results_across_processes_and_sigterm_is_graceful(app, worker
 
 def test_run_worker_second_signal_exits_at_once(app, workers, tmp_path):
     """A second SIGTERM while the graceful stop waits for a handler exits at once (status 130); the
-    job stays leased and is reclaimed after its lease like any crashed worker's."""
+    job is released first (issue 22): pending again now, its retries left unchanged, never claimed
+    back by the stopping worker."""
     proc = workers.spawn("--stop-grace", "30", "--lease-ms", "60000")
     ledger = tmp_path / "busy.jsonl"
     busy = app.tasks["busy"].enqueue(30, str(ledger))
@@ -139,7 +140,7 @@ def test_run_worker_second_signal_exits_at_once(app, workers, tmp_path):
     assert proc.wait(5) == 130
     assert time.monotonic() - t0 < 2
     job = busy.get()
-    assert (job.state, job.attempts) == ("leased", 1)
+    assert (job.state, job.attempts, job.max_attempts) == ("pending", 1, 6)
     assert [r[3] for r in _ledger(ledger)] == ["start"]
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 #: The keys a line may hold: ``enqueue``'s arguments and the job options of ``docs/queues.md``.
 LINE_KEYS = frozenset({"kind", "payload", "id", "run_at", "delay", "max_attempts", "queue", "priority",
-                       "timeout", "singleton_key", "singleton_for", "group_key", *JOB_OPTIONS})
+                       "timeout", "singleton_key", "singleton_for", "group_key", "tags", "meta", *JOB_OPTIONS})
 DEFAULT_CHUNK = 1000
 
 

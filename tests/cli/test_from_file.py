@@ -125,11 +125,21 @@ def test_a_bad_line_refuses_the_file_naming_its_line(cli, cli_url, tmp_path, bad
 
 
 def test_queue_options_on_a_line(cli, cli_url, tmp_path):
-    """A line may carry the job options ``enqueue`` takes (docs/queues.md), validated alike."""
+    """A line may carry the job options ``enqueue`` takes (docs/queues.md), tags and meta,
+    validated alike."""
     path = tmp_path / "jobs.jsonl"
-    _write(path, [{"kind": "k", "id": "a", "retry_delay": 5, "dead_letter": "dlq"}])
+    _write(
+        path,
+        [{"kind": "k", "id": "a", "retry_delay": 5, "dead_letter": "dlq", "tags": ["t1"], "meta": {"m": 1}}],
+    )
     assert cli("enqueue", "--from-file", str(path), "--json").json() == {"enqueued": 1, "lines": 1}
     _write(path, [{"kind": "k", "id": "b", "debounce": 0}])
     res = cli("enqueue", "--from-file", str(path), expect=2)
     assert "line 1" in res.err and "debounce" in res.err
     assert _counts(cli_url)["pending"] == 1
+    store = tenure.connect(cli_url)
+    try:
+        job = store.jobs.get("a")
+        assert (job.tags, job.meta) == (["t1"], {"m": 1})
+    finally:
+        store.close()

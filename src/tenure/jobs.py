@@ -834,9 +834,10 @@ class Jobs(_JobsBase):
         if running:
             grace = max(a.worker.stop_grace for a in running)
             raise HandlersLeftRunning(
-                f"job {job_id!r} is cancelled, but its attempt in this process did not wind up within "
-                f"the worker's stop_grace ({grace:g} s): its handler is still running (it can no longer "
-                "settle the job)", job_id=job_id, in_flight=len(running))
+                f"job {job_id!r} is cancelled, but its attempt in this process had not wound up (cancel "
+                f"waits up to the worker's stop_grace, {grace:g} s, and not at all when called from that "
+                "attempt's own handler or event loop): its handler is still running and can no longer "
+                "settle the job", job_id=job_id, in_flight=len(running))
         return True
 
     def request_cancel(self, job_id: str) -> str:

@@ -106,6 +106,8 @@ SHUTDOWN = ShutdownReason()
 
 #: Guards the lazy creation of the one-shot events below (rare: only a waiter creates one).
 _LAZY = threading.Lock()
+#: The attempt a slot thread is running (``.attempt``), so a cancel from inside it does not wait.
+_RUNNING = threading.local()
 
 
 class _Flag:
@@ -262,10 +264,22 @@ class Attempt:
 
     def cancel_by_operator(self) -> bool:
         """``jobs.cancel`` reached this attempt: the row is already cancelled; wind up. Waits at
-        most the worker's ``stop_grace`` and answers whether the attempt wound up (spec D5)."""
+        most the worker's ``stop_grace`` and answers whether the attempt wound up (spec D5). Called
+        from the attempt's own handler, or from the event loop its async handler runs on, it does
+        not wait at all: the attempt cannot wind up while this call blocks it."""
         self.operator_cancelled = True
         self.cancel(LeaseNotHeld(f"job {self.job.id!r} was cancelled by an operator", job_id=self.job.id))
+        if getattr(_RUNNING, "attempt", None) is self or (self.loop is not None and _loop_here() is self.loop):
+            return self.finished.is_set()
         return self.finished.wait(self.worker.stop_grace)
+
+
+def _loop_here() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class JobContext:
@@ -888,14 +902,17 @@ class Worker:
             attempt = get()
             if attempt is None:
                 return
+            _RUNNING.attempt = attempt  # see Attempt.cancel_by_operator
             try:
                 with run_span(attempt.job, attempt.lease.attempt):
                     result = attempt.handler(attempt.job.payload, attempt.ctx)
                     if inspect.isawaitable(result):
                         result = asyncio.run(_await(result))
             except BaseException as exc:  # noqa: BLE001 - a handler cannot break the loop (6.22)
+                _RUNNING.attempt = None
                 self._finish(attempt, False, exc)
             else:
+                _RUNNING.attempt = None
                 self._finish(attempt, True, result)
 
     async def _run_async(self, attempt: Attempt) -> None:

@@ -220,6 +220,46 @@ def test_d5_cancel_with_the_current_lease_after_a_renewal_reaches_the_attempt(jo
     assert jobs.get(job_id).state == "cancelled"
 
 
+@pytest.mark.parametrize("style", ["sync", "async"])
+def test_d5_a_handler_cancelling_its_own_job_is_answered_at_once(jobs, style):
+    """Decision 5 from inside: a handler that cancels its own job (with ctx.lease) cannot wind up
+    while its own call waits, so the call does not wait for stop_grace (it used to block the
+    handler, or the whole event loop, for the full grace): the job is cancelled, the call reports
+    HandlersLeftRunning (TN2062) at once, and the attempt ends ``cancelled``."""
+    seen, outcomes = [], _Outcomes()
+
+    def cancel_own(ctx):
+        t0 = time.monotonic()
+        try:
+            jobs.cancel(ctx.job.id, lease=ctx.lease)
+        except HandlersLeftRunning as exc:
+            seen.append((exc.code, time.monotonic() - t0, ctx.cancelled.reason.code))
+        return "ignored"
+
+    if style == "sync":
+
+        def handler(payload, ctx):
+            return cancel_own(ctx)
+
+    else:
+
+        async def handler(payload, ctx):
+            return cancel_own(ctx)
+
+    job_id = jobs.enqueue("k")
+    worker = jobs.create_worker({"k": handler}, stop_grace=3, on_outcome=outcomes, maintenance=False)
+    worker.start()
+    try:
+        _wait_for(lambda: len(outcomes) == 1)
+    finally:
+        worker.stop()
+    ((code, waited, reason),) = seen
+    assert (code, reason) == ("TN2062", "TN2065")
+    assert waited < 1.5, f"the call waited {waited:.2f} s for its own handler"
+    assert (outcomes[0]["outcome"], outcomes[0]["code"]) == ("cancelled", "TN2065")
+    assert (jobs.get(job_id).state, jobs.get(job_id).result) == ("cancelled", None)
+
+
 # -- 6.13: a lock held past the lease while the attempt SETTLES -------------------------------------
 
 

@@ -1320,7 +1320,11 @@ class Worker:
         lease ends at ``expires_at`` on the store's injected clock; without one, ``lease_ms``
         after the claim on this process's monotonic clock (never earlier than the store's own
         expiry, since the claim began before it returned). The settlement, if the handler still
-        returns, meets the fence and is recorded with the fence's code."""
+        returns, meets the fence and is recorded with the fence's code. An open handler
+        transaction holds the lease (its row is locked, its completion judged at the open; see
+        :mod:`tenure.handler_tx`), so nothing is said while one is open."""
+        if a.settle_lock.locked():
+            return
         clock_ms = self.store._now()
         if clock_ms is not None:
             overrun = clock_ms - a.lease.expires_at

@@ -436,6 +436,39 @@ def test_6_14_renewal_off_expiry_sets_the_event_with_lease_expired(jobs, clock, 
         assert claim1(jobs).lease.attempt == 2
 
 
+def test_6_14_renewal_off_an_open_handler_transaction_holds_the_lease(jobs, clock):
+    """Renewal off, but the handler is inside ``ctx.transaction()`` when the lease ends: the open
+    block holds the lease (its row is locked and its completion is judged at the open), so the
+    attempt is NOT told it expired, and the block commits: ``completed``."""
+    in_block, go, flags, outcomes = threading.Event(), threading.Event(), [], _Outcomes()
+
+    def handler(payload, ctx):
+        with ctx.transaction() as tx:
+            in_block.set()
+            go.wait(10)
+            flags.append(ctx.cancelled.is_set())
+            tx.result = "committed"
+        return "ignored: tx.result is the result"
+
+    job_id = jobs.enqueue("k")
+    worker = jobs.create_worker(
+        {"k": handler}, renew=False, lease_ms=1000, on_outcome=outcomes, maintenance=False, max_jobs=1
+    )
+    worker.start()
+    try:
+        assert in_block.wait(10)
+        clock.advance(1500)
+        time.sleep(0.2)  # several keeper ticks past the lease
+        go.set()
+        _wait_for(lambda: len(outcomes) == 1)
+    finally:
+        go.set()
+        worker.stop()
+    assert flags == [False]
+    assert outcomes[0]["outcome"] == "completed"
+    assert (jobs.get(job_id).state, jobs.get(job_id).result) == ("done", "committed")
+
+
 def test_6_13_settle_and_claim_reclaiming_its_own_expired_job_answers_expired(jobs, clock):
     """Spec 6.13 with D2, for the worker's settle-and-claim: a completion refused because its lease
     expired, in the same transaction as a claim that then takes that very job, is answered as the

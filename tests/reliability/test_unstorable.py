@@ -451,3 +451,29 @@ def test_a_result_the_database_refuses_fails_the_attempt_in_the_worker(any_store
     assert [(e["outcome"], e.get("code")) for e in events] == [("failed", "TN1004")] * 2
     stats = run.worker.stats()
     assert stats["failures"] == 2 and stats["lost_settlements"] == 0
+
+
+def test_an_unstorable_handler_transaction_result_fails_and_rolls_back(any_store, engine_url):
+    """``tx.result`` with a lone surrogate inside ``ctx.transaction()``: the block rolls back (its
+    write with it), the attempt fails with TN1004, the job is dead after max_attempts, listings
+    work."""
+    from tests.worker._wk import counter_table, counter_value, ph
+
+    counter_table(any_store, "tenure_test_unstorable_tx")
+    sql = f"UPDATE tenure_test_unstorable_tx SET n = n + {ph(any_store)} WHERE id = 1"
+
+    def handler(payload, ctx):
+        with ctx.transaction() as tx:
+            tx.execute(sql, (1,))
+            tx.result = {"r": "lone \udc80"}
+
+    job_id = any_store.jobs.enqueue("k", max_attempts=2)
+    run = _Run(any_store, {"k": handler})
+    try:
+        _wait(lambda: any_store.jobs.get(job_id).state == "dead", "the job to die")
+    finally:
+        run.stop()
+    job = any_store.jobs.get(job_id)
+    assert job.attempts == 2 and job.last_error.startswith("[TN1004]") and job.result is None
+    assert counter_value(any_store, "tenure_test_unstorable_tx") == 0
+    _listings_work(any_store, engine_url)

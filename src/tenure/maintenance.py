@@ -55,6 +55,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgument, InvalidType, OperationWithdrawn
+from .limits import MAINTENANCE_CALL_TIMEOUT_S, RELEASE_CALL_TIMEOUT_S
 from .schedules import DEFAULT_MISFIRE_GRACE_MS, declared_for
 
 if TYPE_CHECKING:
@@ -90,6 +91,8 @@ VACUUM_DEAD_MIN = 1_000
 VACUUM_DEAD_FRACTION = 0.2
 EXPIRED_ERROR = "expired: not started within retention"
 _REPEAT_WARNING = 60.0
+#: How long release() lets a duty in flight finish before it cuts it (seconds).
+STOP_CUT_AFTER = 0.25
 
 #: Column order of a ``tenure_workers`` row crossing the engine boundary.
 WORKER_COLUMNS: tuple[str, ...] = ("id", "host", "pid", "queues", "kinds", "concurrency", "started_at",
@@ -237,16 +240,25 @@ class Maintainer:
             thread, stop = (self._thread, self._stop) if last else (None, None)
             if last:
                 self._thread = None
+        engine = self.store.engine
         if thread is not None and stop is not None:
             stop.set()
             self._kick.set()
             if thread is not threading.current_thread():
-                thread.join()
-        with self._hb_lock:
+                thread.join(STOP_CUT_AFTER)
+                while thread.is_alive():  # a duty the server does not answer: cut it
+                    engine.interrupt(self)
+                    thread.join(0.05)
+        elif not self._hb_lock.acquire(timeout=STOP_CUT_AFTER):
+            engine.interrupt(self)  # a heartbeat the server does not answer holds the lock
+        else:
+            self._hb_lock.release()
+        with self._hb_lock, engine.deadline(RELEASE_CALL_TIMEOUT_S):
             try:
                 # Best effort and never blocking a worker's stop(): if the store is busy (an open
                 # application transaction holds the SQLite gate, or the pool is exhausted) the
-                # write is withdrawn at once and the row is reaped later (dead-worker sweep).
+                # write is withdrawn at once, and if the server does not answer it is cut; the row
+                # is reaped later (dead-worker sweep).
                 with self.store._session(cancel=_ALWAYS) as s:
                     s.worker_remove([worker.owner])
                     if last and self._leader_until:
@@ -477,6 +489,12 @@ class Maintainer:
         return out
 
     def _run(self, stop: threading.Event) -> None:
+        # Every duty's calls have a deadline (tenure.limits): a silent server cannot hang the
+        # service, and release() cuts what is in flight.
+        with self.store.engine.deadline(MAINTENANCE_CALL_TIMEOUT_S, self):
+            self._run_duties(stop)
+
+    def _run_duties(self, stop: threading.Event) -> None:
         start = time.monotonic()
         cfg = self._config
         due = {"heartbeat": start, "elect": start, "schedules": start,
@@ -535,5 +553,6 @@ class Maintainer:
 
     def _sweep_vacuum(self, stop: threading.Event) -> bool:
         if self._config.vacuum:
-            self.vacuum_jobs(cancel=stop)
+            with self.store.engine.deadline(None):  # a vacuum takes what it takes; stop cancels it
+                self.vacuum_jobs(cancel=stop)
         return False

@@ -51,6 +51,7 @@ from .errors import (
 from .handler_control import Snooze
 from .job_control import CANCEL_REQUESTED, release, settle_requested
 from .jobs import DEFAULT_LEASE_MS
+from .limits import RELEASE_CALL_TIMEOUT_S, call_timeout_for_lease
 from .records import Claim, Job, Lease
 from .tracing import run_span
 from .worker_health import (
@@ -342,6 +343,9 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
 
 
+#: How long stop() lets a database call in flight finish before it cuts it (seconds; never past
+#: the grace): a healthy server answers well within it, a silent one never does.
+STOP_CUT_AFTER = 0.25
 #: How long one wait on the cross-process watcher lasts. The watch thread owns its watcher and
 #: closes it itself when the worker stops (closing a SQLite connection from another thread while it
 #: runs a statement is not safe), so ``stop()`` waits at most this long for it.
@@ -434,6 +438,10 @@ class Worker:
         self.concurrency = concurrency
         self.poll_interval = float(poll_interval)
         self.lease_ms = lease_ms
+        #: Each database call of this worker must answer within this many seconds, else it is cut
+        #: and fails like an unreachable store (tenure.limits; PostgreSQL only, SQLite is local).
+        self.call_timeout = call_timeout_for_lease(lease_ms, getattr(store.engine, "call_timeout", None))
+        self._claim_group = object()  # the deadline group of this worker's claims (see stop())
         #: This worker's identity, unique per process and per worker (``host:pid:random``): every
         #: lease it claims is stamped with it (``lease_instance``), and the maintenance reaper and
         #: the lost-claim release match leases by it. ``owner`` (defaulting to it) is diagnostics.
@@ -590,12 +598,21 @@ class Worker:
             pass
         self._stop.set()
         self._wake.set()
+        engine = self.store.engine
         dispatcher, keeper = self._threads[:2]
+        cut_at = time.monotonic() + min(STOP_CUT_AFTER, grace)
         if dispatcher is not me:
-            dispatcher.join()  # a claim waiting on the gate (or the pool) is withdrawn by _stop
+            # A claim waiting on the gate (or the pool) is withdrawn by _stop; one that a silent
+            # server does not answer is cut (its leases are given back below).
+            self._join_cutting(dispatcher, self._claim_group, cut_at)
         with self._refills:  # settle-and-claims in progress register their claims first
             mine = 1 if getattr(self._tls, "refilling", False) else 0  # stop() from an on_outcome
-            self._refills.wait_for(lambda: self._refilling <= mine)
+            while not self._refills.wait_for(lambda: self._refilling <= mine, timeout=0.05):
+                if time.monotonic() >= cut_at:
+                    engine.interrupt(self._claim_group)
+        if self._lost_claims:
+            with engine.deadline(RELEASE_CALL_TIMEOUT_S):
+                self._release_lost_claims(self.store._jobs, stopping=True)
         with self._lock:
             attempts = list(self._attempts.values())
         for a in attempts:
@@ -614,9 +631,10 @@ class Worker:
         self._halt.set()
         for _ in self._settlers:
             self._done.put(None)  # each settler takes one and stops
+        cut_at = time.monotonic() + STOP_CUT_AFTER  # what settles now is quick, or never answers
         for t in (*self._settlers, keeper):
             if t is not me:
-                t.join()
+                self._join_cutting(t, self, cut_at)
         for _ in range(self.concurrency):
             self._slots.put(None)
         if self._loop is not None:
@@ -638,6 +656,15 @@ class Worker:
         except ValueError:
             pass
         return StopResult(not left, len(left))
+
+    def _join_cutting(self, thread: threading.Thread, group: Any, cut_at: float) -> None:
+        """Join ``thread``; from ``cut_at`` on, cut its database calls in flight (a silent server
+        never answers them), so stop() returns within its grace whatever the server does."""
+        engine = self.store.engine
+        while thread.is_alive():
+            thread.join(max(0.0, min(0.05, cut_at - time.monotonic())) or 0.05)
+            if thread.is_alive() and time.monotonic() >= cut_at:
+                engine.interrupt(group)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until :attr:`exhausted` (``max_jobs`` attempts settled); True if it is."""
@@ -731,6 +758,10 @@ class Worker:
                 log.debug("closing the watcher failed", exc_info=True)
 
     def _dispatch(self, gen: int) -> None:
+        with self.store.engine.deadline(self.call_timeout, self._claim_group):
+            self._dispatch_loop(gen)
+
+    def _dispatch_loop(self, gen: int) -> None:
         jobs = self.store._jobs
         stop, wake = self._stop, self._wake
         while not stop.is_set() and gen == self._generation:
@@ -793,7 +824,7 @@ class Worker:
             self._lost_claims = True
             self._wake.set()
 
-    def _release_lost_claims(self, jobs) -> None:
+    def _release_lost_claims(self, jobs, stopping: bool = False) -> None:
         """Give back the leases stamped with this worker's instance that it does not run (see
         :meth:`tenure.jobs.Jobs.release_lost_claims`), with no claim of its own in progress. On
         failure (the store still unreachable) it is tried again on the next turn."""
@@ -803,11 +834,11 @@ class Worker:
             while self._claiming and not self._stop.is_set():
                 cv.wait(0.05)
         try:
-            if self._stop.is_set():
+            if self._stop.is_set() and not stopping:
                 return
             with self._lock:
                 held = [a.job.id for a in self._attempts.values()]
-            ids = jobs.release_lost_claims(self.instance, keep=held, cancel=self._stop)
+            ids = jobs.release_lost_claims(self.instance, keep=held, cancel=None if stopping else self._stop)
             self._lost_claims = False
             if ids:
                 self._count("claims_released", len(ids))
@@ -817,7 +848,8 @@ class Worker:
             return
         except Exception as exc:  # noqa: BLE001 - retried on the next turn
             log.warning("could not give back lost claims yet (retrying): %s", exc)
-            self._stop.wait(max(min(self.poll_interval, 1.0), 0.05))
+            if not stopping:
+                self._stop.wait(max(min(self.poll_interval, 1.0), 0.05))
         finally:
             with cv:
                 self._releasing = False
@@ -982,6 +1014,10 @@ class Worker:
 
     # -- settling --------------------------------------------------------------------------------
     def _complete_loop(self, done: _queue.SimpleQueue) -> None:
+        with self.store.engine.deadline(self.call_timeout, self):
+            self._settle_loop(done)
+
+    def _settle_loop(self, done: _queue.SimpleQueue) -> None:
         get, get_nowait = done.get, done.get_nowait
         jobs = self.store._jobs
         while True:
@@ -1132,9 +1168,10 @@ class Worker:
         if not want:
             return None, [], 0
         try:
-            errors, claims = jobs.complete_and_claim(items, self.kinds, owner=self.owner, limit=want,
-                                                     lease_ms=self.lease_ms, queues=self.queues,
-                                                     cancel=self._stop, instance=self.instance)
+            with self.store.engine.deadline(self.call_timeout, self._claim_group):
+                errors, claims = jobs.complete_and_claim(items, self.kinds, owner=self.owner, limit=want,
+                                                         lease_ms=self.lease_ms, queues=self.queues,
+                                                         cancel=self._stop, instance=self.instance)
         except Exception as exc:  # noqa: BLE001 - rolled back: settle alone, claim later
             self._uncredit(settling)
             self._start_attempts([], want)
@@ -1291,6 +1328,10 @@ class Worker:
 
     # -- renewals and timeouts ---------------------------------------------------------------------
     def _keeper(self, gen: int) -> None:
+        with self.store.engine.deadline(self.call_timeout, self):
+            self._keep(gen)
+
+    def _keep(self, gen: int) -> None:
         every = self.lease_ms / 3000
         tick = max(0.005, min(every / 4, 0.25))
         jobs = self.store._jobs

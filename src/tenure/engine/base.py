@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -312,6 +312,16 @@ class Engine(abc.ABC):
     def describe(self) -> str:
         """A human description with no secret in it (for banners and logs)."""
         return self.dialect
+
+    def deadline(self, seconds: float | None, group: Any = None) -> AbstractContextManager[None]:
+        """Within the block, each call this thread makes must answer within ``seconds`` (None:
+        no deadline); :meth:`interrupt` cuts the calls of ``group`` at once. Engines whose calls
+        can hang on a network (PostgreSQL) enforce it; the default does nothing (SQLite is local)."""
+        return nullcontext()
+
+    def interrupt(self, group: Any) -> int:
+        """Cut the calls of ``group`` in flight now; answers how many (default: none)."""
+        return 0
 
 
 def iter_chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

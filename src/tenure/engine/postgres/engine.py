@@ -28,7 +28,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -68,6 +68,8 @@ from ..base import (
 )
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from . import queries as Q
+from .deadline import Watchdog, call_deadline
+from .deadline import current as deadline_spec
 from .insights import PostgresInsightsMixin
 from .maintenance import PostgresMaintenanceMixin
 from .queues import PostgresQueuesMixin
@@ -81,7 +83,13 @@ SUSPECT_AFTER_LOSS = 2.0
 #: Rows per INSERT statement of a bulk enqueue (bounded parameter size; one transaction overall).
 INSERT_CHUNK = 5_000
 #: Options tenure reads from the URL's query string (everything else goes to libpq).
-URL_OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout")
+URL_OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout", "call_timeout")
+#: TCP settings of every connection (pooled, LISTEN, migration) unless the URL sets its own: a
+#: silently dropped peer is noticed within ~25 s (keepalives) and unacknowledged writes give up
+#: after TCP_USER_TIMEOUT_MS. They cannot see a path that still acknowledges packets (a stalled
+#: proxy); the client-side deadlines (deadline.py) can.
+TCP_SETTINGS = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
+                "keepalives_count": "3", "tcp_user_timeout": "30000"}
 #: How often a connection wait checks its caller's cancellation (seconds).
 CANCEL_POLL = 0.02
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -616,7 +624,7 @@ class PostgresEngine(Engine):
 
     def __init__(self, url: str, *, schema: str | None = None, pool_min: int = 1, pool_max: int = 10,
                  pool_timeout: float = 10.0, connect_timeout: int = 10, prepare_threshold: int | None = 5,
-                 application_name: str = "tenure") -> None:
+                 application_name: str = "tenure", call_timeout: float | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme.lower() not in ("postgresql", "postgres", "postgresql+psycopg"):
             raise InvalidURL(f"not a PostgreSQL URL: {redact_url(url)!r}")
@@ -630,8 +638,14 @@ class PostgresEngine(Engine):
             self.pool_min = int(ours.get("pool_min", pool_min))
             self.pool_max = int(ours.get("pool_max", pool_max))
             self.pool_timeout = float(ours.get("pool_timeout", pool_timeout))
+            raw = ours.get("call_timeout", call_timeout)
+            #: Seconds every root call may take before the client cuts it (None: only the
+            #: worker's and maintenance's own deadlines apply); see deadline.py.
+            self.call_timeout = None if raw in (None, "") else float(raw)
         except ValueError as exc:
             raise InvalidURL(f"bad pool option in {redact_url(url)!r}: {exc}") from None
+        if self.call_timeout is not None and not 0 < self.call_timeout < math.inf:
+            raise InvalidURL(f"call_timeout must be a positive number of seconds, got {self.call_timeout!r}")
         if self.schema is not None and not _SCHEMA_NAME.match(self.schema):
             raise InvalidURL(f"schema must be a plain identifier (letters, digits, _), got {self.schema!r}")
         if not 0 <= self.pool_min <= self.pool_max or self.pool_max < 1:
@@ -639,8 +653,10 @@ class PostgresEngine(Engine):
                                   f"{self.pool_min}/{self.pool_max}")
         self.connect_timeout = int(connect_timeout)
         self.prepare_threshold = prepare_threshold
+        given = dict(psycopg.conninfo.conninfo_to_dict(self.url))
         extra: dict[str, Any] = {"application_name": application_name,
-                                 "connect_timeout": str(max(self.connect_timeout, 2))}
+                                 "connect_timeout": str(max(self.connect_timeout, 2)),
+                                 **{k: v for k, v in TCP_SETTINGS.items() if k not in given}}
         if self.schema is not None:
             # search_path at connection start: tenure's tables first, the application's (public)
             # still visible to tx.execute.
@@ -652,6 +668,7 @@ class PostgresEngine(Engine):
             raise InvalidURL(f"cannot parse {redact_url(url)!r}: {self._scrub(str(exc))}") from None
         self._pool: ConnectionPool | None = None
         self._verify_until = 0.0
+        self._watchdog = Watchdog()
         self._closed = False
         self._lock = threading.Lock()
         self._watchers: weakref.WeakSet[PostgresWatcher] = weakref.WeakSet()
@@ -730,6 +747,20 @@ class PostgresEngine(Engine):
             w.close()
         if pool is not None:
             pool.close(timeout=5.0)
+        self._watchdog.close()
+
+    # -- deadlines ---------------------------------------------------------------------------
+    def deadline(self, seconds: float | None, group: Any = None) -> AbstractContextManager[None]:
+        """Within the block, each call this thread makes must answer within ``seconds`` (capped by
+        ``call_timeout``; None: no deadline at all) or is cut by the watchdog and fails with
+        ``StoreUnavailable``; :meth:`interrupt` cuts the calls of ``group`` at once."""
+        if seconds is not None and self.call_timeout is not None:
+            seconds = min(seconds, self.call_timeout)
+        return call_deadline(seconds, group)
+
+    def interrupt(self, group: Any) -> int:
+        """Cut the calls of ``group`` in flight now (a stopping worker); answers how many."""
+        return self._watchdog.interrupt(group, "interrupted: the caller is stopping")
 
     # -- sessions ----------------------------------------------------------------------------
     def _live(self) -> ConnectionPool:
@@ -739,41 +770,72 @@ class PostgresEngine(Engine):
         return pool
 
     @contextmanager
-    def _connection(self, cancel: threading.Event | None) -> Iterator[psycopg.Connection]:
+    def _connection(self, cancel: threading.Event | None, root: bool = True) -> Iterator[psycopg.Connection]:
         """A pooled connection for one block (committed or rolled back at its end like
         ``pool.connection()``). The wait for one is bounded by ``pool_timeout``; a set ``cancel``
-        withdraws it with :class:`OperationWithdrawn` before anything ran."""
+        withdraws it with :class:`OperationWithdrawn` before anything ran. The block is watched
+        by the deadline this thread set (:meth:`deadline`), else, for a ``root`` call (not the
+        application's own transaction), by ``call_timeout``; a call cut at its deadline raises
+        ``StoreUnavailable``."""
+        spec = deadline_spec()
+        seconds = spec.seconds if spec is not None else (self.call_timeout if root else None)
+        watched = seconds is not None and seconds < math.inf
         pool = self._live()
-        started = time.monotonic()
-        if cancel is None:
-            conn = pool.getconn()
-        else:
-            # Like SQLite's gate: a free connection is taken even when ``cancel`` is set; the
-            # cancellation only withdraws a call that would have to WAIT.
-            deadline = time.monotonic() + self.pool_timeout
-            while True:
-                try:
-                    conn = pool.getconn(timeout=max(min(CANCEL_POLL, deadline - time.monotonic()), 0.001))
-                    break
-                except PoolTimeout:
-                    if cancel.is_set():
-                        raise OperationWithdrawn("withdrawn while waiting for a database connection; "
-                                                 "nothing ran") from None
-                    if time.monotonic() >= deadline:
-                        raise PoolTimeout(f"couldn't get a connection after {self.pool_timeout:.2f} sec") \
-                            from None
-        if started < self._verify_until or \
-                started - getattr(conn, "_tenure_returned", started) > CHECK_IDLE_AFTER:
-            conn = self._verified(pool, conn, started + self.pool_timeout)
-        try:
-            with conn:  # a pooled connection is not closed by this, only committed/rolled back
-                yield conn
-        finally:
-            # Stamped here, not by a pool ``reset`` callback: with one, psycopg_pool hands every
-            # returned connection to its worker thread (a thread hop per claim and per settlement,
-            # ~12 us of GIL time per job in a drain, and a claim could wait for that hop).
-            conn._tenure_returned = time.monotonic()  # type: ignore[attr-defined]
-            pool.putconn(conn)
+        dog = self._watchdog
+        # One watch for the whole block, from the wait for a connection to its return: the wait,
+        # the check of a suspect connection and the call are all cut at the deadline.
+        with dog.watch(-1, seconds, spec and spec.group) if watched else nullcontext() as call:
+            conn = self._getconn(pool, cancel, call)
+            try:
+                started = time.monotonic()
+                if started < self._verify_until or \
+                        started - getattr(conn, "_tenure_returned", started) > CHECK_IDLE_AFTER:
+                    conn = self._verified(pool, conn, started + self.pool_timeout, call)
+                if call is None:
+                    with conn:  # a pooled connection is not closed by this, only committed/rolled back
+                        yield conn
+                else:
+                    dog.rebind(call, conn.pgconn.socket)
+                    try:
+                        with conn:
+                            yield conn
+                    except Exception as exc:
+                        if not call.fired:
+                            raise
+                        self._suspect()
+                        raise StoreUnavailable(
+                            f"no answer from {self.describe()}: {call.reason}; the connection was closed "
+                            "(the call may or may not have taken effect)", retriable=True) from exc
+            finally:
+                if call is not None:
+                    dog.rebind(call, -1)  # never cut a socket once it is back in the pool
+                # Stamped here, not by a pool ``reset`` callback: with one, psycopg_pool hands every
+                # returned connection to its worker thread (a thread hop per claim and per
+                # settlement, ~12 us of GIL time per job in a drain, and a claim could wait for it).
+                conn._tenure_returned = time.monotonic()  # type: ignore[attr-defined]
+                pool.putconn(conn)
+
+    def _getconn(self, pool: ConnectionPool, cancel: threading.Event | None, call: Any) -> psycopg.Connection:
+        """A connection from the pool within ``pool_timeout``. A set ``cancel`` withdraws a call
+        that has to wait (:class:`OperationWithdrawn`, nothing ran); a watched call (``call``) that
+        reaches its deadline, or is interrupted, while waiting fails with ``StoreUnavailable``."""
+        if cancel is None and call is None:
+            return pool.getconn()
+        # Like SQLite's gate: a free connection is taken even when ``cancel`` is set; the
+        # cancellation only withdraws a call that would have to WAIT.
+        deadline = time.monotonic() + self.pool_timeout
+        while True:
+            try:
+                return pool.getconn(timeout=max(min(CANCEL_POLL, deadline - time.monotonic()), 0.001))
+            except PoolTimeout:
+                if cancel is not None and cancel.is_set():
+                    raise OperationWithdrawn("withdrawn while waiting for a database connection; "
+                                             "nothing ran") from None
+                if call is not None and call.fired:
+                    raise StoreUnavailable(f"no connection to {self.describe()}: {call.reason}; nothing ran",
+                                           retriable=True) from None
+                if time.monotonic() >= deadline:
+                    raise PoolTimeout(f"couldn't get a connection after {self.pool_timeout:.2f} sec") from None
 
     @contextmanager
     def session(self, cancel: threading.Event | None = None) -> Iterator[PostgresSession]:
@@ -782,8 +844,15 @@ class PostgresEngine(Engine):
 
     @contextmanager
     def transaction(self, cancel: threading.Event | None = None) -> Iterator[PostgresSession]:
-        with self._connection(cancel) as conn:
+        spec = deadline_spec()
+        with self._connection(cancel, root=False) as conn:
             with conn.transaction():
+                if spec is not None and spec.seconds < math.inf:
+                    # A transaction of several round trips under a deadline (a worker's failures and
+                    # their dead letters): the server also ends it if it outlives the deadline or sits
+                    # idle (a client that vanished mid-transaction), so its locks never linger.
+                    ms = str(max(int(spec.seconds * 1000), 1))
+                    conn.execute(Q.LOCAL_TIMEOUTS, {"ms": ms})
                 yield PostgresSession(conn)
 
     def adopt(self, connection: Any) -> PostgresSession:
@@ -828,7 +897,8 @@ class PostgresEngine(Engine):
         with self.session() as s:
             s.execute(s.execute(Q.TRUNCATE_STATEMENT).fetchone()[0])
 
-    def _verified(self, pool: ConnectionPool, conn: psycopg.Connection, deadline: float) -> psycopg.Connection:
+    def _verified(self, pool: ConnectionPool, conn: psycopg.Connection, deadline: float,
+                  call: Any = None) -> psycopg.Connection:
         """Check a connection (one empty round trip) before use when it sat idle longer than
         :data:`CHECK_IDLE_AFTER` (the server may have dropped it: a restart, an idle timeout), and
         every connection for :data:`SUSPECT_AFTER_LOSS` seconds after one was lost (terminated
@@ -840,12 +910,20 @@ class PostgresEngine(Engine):
             if now >= self._verify_until and now - getattr(conn, "_tenure_returned", now) <= CHECK_IDLE_AFTER:
                 return conn
             try:
+                if call is not None:
+                    self._watchdog.rebind(call, conn.pgconn.socket)  # the check is cut at the deadline
                 ConnectionPool.check_connection(conn)
                 return conn
-            except Exception:  # noqa: BLE001 - any failure: the connection is not usable
+            except Exception:  # noqa: BLE001 - any failure (a cut check too): the connection is not usable
                 self._suspect()
+                if call is not None:
+                    self._watchdog.rebind(call, -1)
                 pool.putconn(conn)  # broken: the pool discards it and opens another
-                conn = pool.getconn(timeout=max(deadline - time.monotonic(), 0.001))
+                if call is not None and call.fired:
+                    raise StoreUnavailable(f"no connection to {self.describe()}: {call.reason}; nothing ran",
+                                           retriable=True) from None
+                conn = self._getconn(pool, None, call) if call is not None else \
+                    pool.getconn(timeout=max(deadline - time.monotonic(), 0.001))
         return conn
 
     def _suspect(self) -> None:

@@ -28,6 +28,12 @@ NOW = "(SELECT ms FROM clock)"
 NEW_TOKEN = "translate(gen_random_uuid()::text, '-', '')"
 
 NOW_MS = "SELECT tenure_now_ms()"
+# A worker's multi-round-trip transaction under a deadline: the server ends it too if a statement
+# or an idle gap outlives the deadline (tenure/engine/postgres/deadline.py).
+LOCAL_TIMEOUTS = """
+SELECT set_config('statement_timeout', %(ms)s::text, true),
+       set_config('idle_in_transaction_session_timeout', %(ms)s::text, true)
+"""
 
 # -- claim ----------------------------------------------------------------------------------------
 

@@ -7,11 +7,16 @@ import pytest
 
 from .test_edge_docs import section_snippets
 
-SECTIONS = [("guarantees.md", "## Liveness: deadlines and lost connections")]
+SECTIONS = [
+    ("guarantees.md", "## Liveness: deadlines and lost connections"),
+    ("operations.md", "## Deadlines and lost connections (PostgreSQL)"),
+]
 
 
 @pytest.mark.parametrize(("doc", "heading"), SECTIONS)
 def test_every_snippet_of_the_liveness_sections_runs(doc, heading, tmp_path, monkeypatch):
+    if doc == "operations.md":
+        pytest.importorskip("psycopg")
     monkeypatch.chdir(tmp_path)
     blocks = section_snippets(doc, heading)
     assert blocks, f"no python snippet under {heading!r} in {doc}"

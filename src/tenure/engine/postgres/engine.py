@@ -13,6 +13,10 @@ Why it looks the way it does:
   :data:`CHECK_IDLE_AFTER` seconds (and, for a moment after a connection was lost, every
   connection) is checked (one empty round trip) before it is handed out, and one that broke in use
   is discarded by the pool when it comes back.
+* **No call waits forever**: a call (and its wait for a connection) made under a deadline
+  (:meth:`PostgresEngine.deadline`, set by the worker and the maintenance service from the lease,
+  and ``?call_timeout=`` for every root call) is cut by a watchdog that shuts its socket down
+  (``deadline.py``); every connection has TCP keepalives and ``tcp_user_timeout``.
 """
 
 from __future__ import annotations

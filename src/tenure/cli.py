@@ -377,7 +377,8 @@ def _instrument(app: Any, registry_box: list) -> None:
 @url_option
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1),
               help="Handlers run at once per process.")
-@click.option("--queues", default=None, help="Comma-separated queues (default: all).")
+@click.option("--queues", default=None,
+              help="Comma-separated queues (default: all but dead-letter queues and copies).")
 @click.option("--processes", default=1, show_default=True, type=click.IntRange(min=1),
               help="Worker processes under one supervisor (for CPU-bound handlers).")
 @click.option("--max-jobs-per-process", default=None, type=click.IntRange(min=1),

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
 from .engine.base import JobRow, NewJob, Session
-from .errors import InvalidArgument, InvalidType, QueueNotEmpty, QueueNotFound
+from .errors import DeadLetterCycle, InvalidArgument, InvalidType, QueueNotEmpty, QueueNotFound
 from .jobs import DEFAULT_MAX_ATTEMPTS
 
 if TYPE_CHECKING:
@@ -142,6 +142,20 @@ def _queue_settings(name: str, options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _refuse_cycle(name: str, graph: dict[str, str | None]) -> None:
+    """:class:`DeadLetterCycle` when following dead-letter queues from ``name`` comes back to it:
+    along such a cycle one job's copies would die and be copied forever (docs/queues.md)."""
+    path, current = [name], graph.get(name)
+    while current is not None and len(path) <= len(graph):
+        path.append(current)
+        if current == name:
+            raise DeadLetterCycle(
+                f"queue {name!r} cannot dead-letter to {graph[name]!r}: the dead-letter queues would form "
+                f"a cycle ({' -> '.join(path)}), along which one job's copies would run forever",
+                queue=name, cycle=path)
+        current = graph.get(current)
+
+
 class Queues:
     """``store.queues``: the queue registry, and the queue semantics ``store.jobs`` relies on."""
 
@@ -182,8 +196,16 @@ class Queues:
 
     def _put(self, name: str, settings: dict[str, Any], *, create: bool) -> Queue:
         store = self._store
-        with store._session() as s:
-            outcome, row = s.queue_put(name, settings, store._now(), create=create)
+        if settings.get("dead_letter") is None:
+            with store._session() as s:
+                outcome, row = s.queue_put(name, settings, store._now(), create=create)
+        else:  # read the dead-letter graph, refuse a cycle and write, in one transaction
+            with store._transaction_session() as s:
+                s.queue_lock_dead_letters()
+                graph = {r[0]: r[9] for r in s.queue_list()}
+                graph[name] = settings["dead_letter"]
+                _refuse_cycle(name, graph)
+                outcome, row = s.queue_put(name, settings, store._now(), create=create)
         if outcome == "missing":
             raise QueueNotFound(f"no queue named {name!r} (queues.create makes one; enqueue does too)",
                                 queue=name)

@@ -184,7 +184,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                     done_cur = conn.execute(Q.COMPLETE, _complete_params(settle, now))
                 limits_cur = conn.execute(Q.QUEUE_LIMITS)
                 if speculate:
-                    main_cur = conn.execute(_claim_sql(kinds, queues, limit=limit),
+                    main_cur = conn.execute(_claim_sql(kinds, queues, limit=limit, copies=queues is not None),
                                             _claim_params(kinds, queues, owner, lease_ms, now, limit, instance))
             done = set() if done_cur is None else {r[0] for r in done_cur.fetchall()}
             limits = limits_cur.fetchall()
@@ -195,13 +195,13 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                 limits = [lim for lim in limits if lim[0] in queues]
             if limits and len(rows) < limit and expect_limits and not _reclaimed(rows):
                 rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows), spent,
-                                                instance, revive=not rows))
+                                                instance, revive=not rows, copies=queues is not None))
         if limits and len(rows) < limit and not expect_limits and not _reclaimed(rows):
             # A queue limited since the hint was taken; the first transaction has committed.
             try:
                 with _atomic(conn):
                     rows.extend(self._claim_limited(limits, kinds, owner, lease_ms, now, limit - len(rows),
-                                                    spent, instance, revive=not rows))
+                                                    spent, instance, revive=not rows, copies=queues is not None))
             except Exception:
                 if not rows and not done:
                     raise
@@ -229,13 +229,14 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                         len(ids), exc_info=True)
 
     def _claim_limited(self, limits, kinds, owner, lease_ms, now, limit, spent: list[str],
-                       instance=None, *, revive: bool = True) -> list[JobRow]:
+                       instance=None, *, revive: bool = True, copies: bool = True) -> list[JobRow]:
         """Claim from limited queues (a concurrency or group limit, or a singleton policy), inside
         the caller's transaction: every claimer of such a queue takes its advisory lock (in name
         order, so two claimers never wait on each other in a cycle) and holds it to the end of the
         transaction; each statement below then sees every committed lease, so the count (or "is
         one of this key leased?") is exact across processes. ``revive``: an expired lease may be
-        leased again (answered alone); the spent ones met are added to ``spent``."""
+        leased again (answered alone); the spent ones met are added to ``spent``. ``copies``: dead
+        letters may be claimed (the caller named the queues)."""
         conn = self._conn
         rows: list[JobRow] = []
         for name, conc, group_limit, _serial in limits:
@@ -256,7 +257,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                     params["full_groups"] = [r[0] for r in conn.execute(
                         Q.SATURATED_GROUPS, {"queue": name, "now": now, "group_limit": group_limit})]
                 sql = _claim_sql(kinds, [name], limited=True, group_filter=group_limit is not None, limit=want,
-                                 revive=revive and not rows)
+                                 revive=revive and not rows, copies=copies)
                 got = _split_spent(conn.execute(sql, params).fetchall(), spent)
                 rows.extend(got)
                 if _reclaimed(got):
@@ -376,13 +377,14 @@ def _reclaimed(rows: list[JobRow]) -> bool:
 
 
 def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = False, limit: int = 1,
-               revive: bool = True) -> str:
+               revive: bool = True, copies: bool = True) -> str:
     """The claim statement for this shape of call (cached: the text depends only on the shape and
     the limit, a small set in practice: a worker claims up to its free slots). It skips paused
     queues, and limited ones too unless ``limited`` (the claim of one limited queue, made under
-    its advisory lock). ``revive``: it may lease one expired lease again (alone)."""
+    its advisory lock). ``revive``: it may lease one expired lease again (alone). ``copies``: it
+    may take dead letters (the caller named the queues; docs/queues.md, "Dead letters")."""
     one = queues is not None and len(queues) == 1
-    key = (kinds is None, queues is None, one, limited, group_filter, limit, revive)
+    key = (kinds is None, queues is None, one, limited, group_filter, limit, revive, copies)
     sql = _CLAIM_CACHE.get(key)
     if sql is None:
         if one:
@@ -393,6 +395,8 @@ def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = Fal
             queue_filter = Q.QUEUE_FILTER
         if group_filter:
             queue_filter += Q.GROUP_FILTER
+        if not copies:
+            queue_filter += Q.NO_DEAD_LETTERS
         if len(_CLAIM_CACHE) >= 1024:
             _CLAIM_CACHE.clear()
         sql = Q.CLAIM.format(kind_filter="" if kinds is None else Q.KIND_FILTER, queue_filter=queue_filter,

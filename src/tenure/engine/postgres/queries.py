@@ -141,6 +141,10 @@ KIND_FILTER = "AND coalesce(j.kind = ANY(%(kinds)s::text[]), false)"
 QUEUE_FILTER = "AND j.queue = ANY(%(queues)s::text[])"
 ONE_QUEUE_FILTER = "AND j.queue = %(queue)s::text"
 GROUP_FILTER = " AND (j.group_key IS NULL OR j.group_key <> ALL(%(full_groups)s::text[]))"
+# A claim that names no queue takes no dead letter (docs/queues.md, "Dead letters"): nothing in a
+# queue named as a dead-letter queue (one hashed sub-plan per statement), and no copy anywhere.
+NO_DEAD_LETTERS = (" AND j.origin_queue IS NULL AND j.queue NOT IN "
+                   "(SELECT q.dead_letter FROM tenure_queues q WHERE q.dead_letter IS NOT NULL)")
 
 # The limited queues (see LIMITED), in name order: the order their advisory locks are taken in.
 QUEUE_LIMITS = f"""

@@ -101,7 +101,8 @@ ON CONFLICT DO NOTHING
 RETURNING id
 """
 
-# Dead letters: copy each newly dead job into its dead-letter queue, with that queue's defaults,
+# Dead letters: copy each newly dead job into its dead-letter queue, with that queue's defaults
+# (max_attempts: the dead-letter queue's, else the dead job's own: docs/queues.md, "Dead letters"),
 # in ONE statement (inside the failure's transaction). Copies are standard-policy jobs
 # (policies never police dead-letter delivery) that remember where they came from: origin_id
 # (the dead job) and origin_queue (for redrive).
@@ -111,7 +112,8 @@ INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempt
   created_at, updated_at, queue, priority, timeout_ms, singleton_key, policy, group_key, dead_letter,
   origin_id, origin_queue, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms,
   last_error, headers)
-SELECT m.copy_id, d.kind, d.payload, 'pending', c.ms, 0, coalesce(q.max_attempts, %(max_attempts)s::int), 0,
+SELECT m.copy_id, d.kind, d.payload, 'pending', c.ms, 0,
+  coalesce(q.max_attempts, d.max_attempts, %(max_attempts)s::int), 0,
   c.ms, c.ms, d.dead_letter, d.priority, q.timeout_ms, d.singleton_key, 'standard', d.group_key,
   CASE WHEN q.dead_letter <> d.dead_letter THEN q.dead_letter END, d.id, d.queue, q.retry_delay_ms,
   q.retry_backoff, q.retry_delay_max_ms, c.ms + q.retention_ms, q.delete_after_ms, d.last_error, d.headers
@@ -176,6 +178,11 @@ class PostgresQueuesMixin:
     # -- registry -------------------------------------------------------------------------------
     def queue_get(self, name: str) -> tuple | None:
         return self._conn.execute(QUEUE_GET, {"name": name}).fetchone()
+
+    def queue_lock_dead_letters(self) -> None:
+        """Serialise changes to the dead-letter graph (held to the end of the caller's transaction),
+        so two concurrent updates cannot each close half of a cycle."""
+        self._conn.execute("SELECT pg_advisory_xact_lock(hashtext('tenure.dead_letters'))")
 
     def queue_list(self) -> list[tuple]:
         return self._conn.execute(QUEUE_LIST).fetchall()

@@ -171,8 +171,13 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         conn = self._conn
         wanted = None if queues is None else set(queues)
         free, limited = [], []
-        for name, paused, conc, group_limit in conn.execute(Q.QUEUE_REGISTRY):
-            if paused or (wanted is not None and name not in wanted):
+        registry = conn.execute(Q.QUEUE_REGISTRY).fetchall()
+        # Dead letters are claimed only by a claim that names their queue (docs/queues.md): with
+        # no queues named, skip every queue named as a dead-letter queue, and every copy.
+        copies = wanted is not None
+        letters = set() if copies else {r[4] for r in registry if r[4] is not None}
+        for name, paused, conc, group_limit, _ in registry:
+            if paused or (wanted is not None and name not in wanted) or name in letters:
                 continue
             if conc is None and group_limit is None:
                 free.append(name)
@@ -188,12 +193,12 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
         with self._atomic() if expired or limited else nullcontext():
             if expired:
                 revived = self._reclaim(kinds, free + [name for name, _, _ in limited], owner, lease_ms, now,
-                                        limit, instance)
+                                        limit, instance, copies)
                 if revived is not None:
                     return [revived]  # an expired lease is run alone (docs/guarantees.md, "Liveness")
             rows = []
             if free:
-                rows = conn.execute(_claim_sql(len(free), kinds is not None, False),
+                rows = conn.execute(_claim_sql(len(free), kinds is not None, False, copies),
                                     _claim_params(kinds, free, owner, lease_ms, now, limit, instance)).fetchall()
                 if not limited:
                     return sorted(rows, key=_claim_order) if len(rows) > 1 else rows
@@ -207,18 +212,19 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
                     if group_limit is not None:
                         params["full_groups"] = json.dumps(
                             [r[0] for r in conn.execute(Q.SATURATED_GROUPS, (name, now, group_limit))])
-                    got = conn.execute(_claim_sql(1, kinds is not None, group_limit is not None),
+                    got = conn.execute(_claim_sql(1, kinds is not None, group_limit is not None, copies),
                                        params).fetchall()
                     if not got:
                         break
                     rows.extend(got)
             return sorted(rows, key=_claim_order)
 
-    def _reclaim(self, kinds, queues: list[str], owner, lease_ms, now, limit, instance) -> JobRow | None:
+    def _reclaim(self, kinds, queues: list[str], owner, lease_ms, now, limit, instance,
+                 copies: bool) -> JobRow | None:
         """The expired leases of ``queues`` (RECLAIM): those on their last attempt settled dead and
         copied to their dead-letter queues (in the caller's transaction); answers the one leased
         again, if any."""
-        rows = self._conn.execute(_reclaim_sql(kinds is not None),
+        rows = self._conn.execute(_reclaim_sql(kinds is not None, copies),
                                   _claim_params(kinds, queues, owner, lease_ms, now, limit, instance)).fetchall()
         if not rows:
             return None
@@ -359,12 +365,13 @@ _CLAIM_CACHE: dict[tuple[int, bool, bool], str] = {}
 _PAGE_CACHE: dict[tuple[bool, ...], str] = {}
 
 
-def _claim_sql(n_queues: int, by_kind: bool, group_filter: bool) -> str:
-    """The claim statement for ``n_queues`` queue heads (cached: it depends only on the shape)."""
-    key = (n_queues, by_kind, group_filter)
+def _claim_sql(n_queues: int, by_kind: bool, group_filter: bool, copies: bool = True) -> str:
+    """The claim statement for ``n_queues`` queue heads (cached: it depends only on the shape).
+    ``copies``: dead-letter copies may be claimed (the caller named the queues)."""
+    key = (n_queues, by_kind, group_filter, copies)
     sql = _CLAIM_CACHE.get(key)
     if sql is None:
-        kind = Q.KIND_FILTER if by_kind else ""
+        kind = (Q.KIND_FILTER if by_kind else "") + ("" if copies else Q.NO_COPIES)
         group = Q.GROUP_FILTER if group_filter else ""
         heads = [Q.CLAIM_QUEUE_HEAD.format(i=i, kind_filter=kind, group_filter=group,
                                            singleton_filter=Q.SINGLETON_FILTER) for i in range(n_queues)]
@@ -374,8 +381,8 @@ def _claim_sql(n_queues: int, by_kind: bool, group_filter: bool) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _reclaim_sql(by_kind: bool) -> str:
-    return Q.RECLAIM.format(kind_filter=Q.KIND_FILTER if by_kind else "")
+def _reclaim_sql(by_kind: bool, copies: bool = True) -> str:
+    return Q.RECLAIM.format(kind_filter=(Q.KIND_FILTER if by_kind else "") + ("" if copies else Q.NO_COPIES))
 
 
 @functools.lru_cache(maxsize=256)

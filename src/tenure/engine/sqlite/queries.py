@@ -110,7 +110,9 @@ WHERE id IN (
 RETURNING {COLS}, 1
 """
 
-QUEUE_REGISTRY = "SELECT name, paused, concurrency_limit, group_limit FROM tenure_queues"
+QUEUE_REGISTRY = "SELECT name, paused, concurrency_limit, group_limit, dead_letter FROM tenure_queues"
+# A claim that names no queue never takes a dead-letter copy (docs/queues.md, "Dead letters").
+NO_COPIES = " AND j.origin_queue IS NULL"
 
 INSERT = """
 INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,

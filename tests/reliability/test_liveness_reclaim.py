@@ -24,7 +24,7 @@ import tenure
 from tenure.errors import WorkerLost
 from tests.worker._wk import wait_for
 
-WORKER = textwrap.dedent('''
+WORKER = textwrap.dedent("""
     import json, os, sys, time
     import tenure
     url, ledger = sys.argv[1], sys.argv[2]
@@ -42,7 +42,7 @@ WORKER = textwrap.dedent('''
     w.start()
     while True:
         time.sleep(1)
-''')
+""")
 
 
 @pytest.mark.timeout(120)
@@ -56,17 +56,23 @@ def test_a_crashing_job_dies_within_its_attempts_and_takes_no_hostages(engine_ur
     store = tenure.connect(engine_url)
     healthy = [f"h{i}" for i in range(6)]
     # Claim order is run_at, created_at, id: the crasher sits between healthy jobs.
-    store.jobs.enqueue_many([{"kind": "healthy", "id": h, "max_attempts": 2} for h in healthy[:3]]
-                            + [{"kind": "crash", "id": "h3-crasher", "max_attempts": 2}]
-                            + [{"kind": "healthy", "id": h, "max_attempts": 2} for h in healthy[3:]])
+    store.jobs.enqueue_many(
+        [{"kind": "healthy", "id": h, "max_attempts": 2} for h in healthy[:3]]
+        + [{"kind": "crash", "id": "h3-crasher", "max_attempts": 2}]
+        + [{"kind": "healthy", "id": h, "max_attempts": 2} for h in healthy[3:]]
+    )
     ledger = tmp_path / "ledger.jsonl"
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     env = dict(os.environ, PYTHONPATH=str(Path(tenure.__file__).resolve().parents[1]))
 
     def spawn() -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, str(script), engine_url, str(ledger)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return subprocess.Popen(
+            [sys.executable, str(script), engine_url, str(ledger)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def settled() -> bool:
         states = {j: store.jobs.get(j).state for j in [*healthy, "h3-crasher"]}

@@ -686,13 +686,50 @@ def jobs_show(job_id: str, url: str | None, as_json: bool) -> None:
                 click.echo(f"    {line}")
 
 
+def _bulk_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The filter options of the bulk forms of jobs cancel / requeue / delete (tenure.cli_bulk)."""
+    for opt in reversed([
+        click.option("--state", type=click.Choice(STATES), default=None, help="Only jobs in this state."),
+        click.option("--kind", default=None, help="Only jobs of this kind."),
+        click.option("--queue", default=None, help="Only jobs in this queue."),
+        click.option("--tag", default=None, help="Only jobs carrying this tag."),
+        click.option("--older-than", "older_than", default=None, metavar="DURATION",
+                     help="Only jobs created longer ago than this (e.g. 7d, 12h, 90s)."),
+        click.option("--dry-run", is_flag=True, help="Only count the jobs it would change."),
+        click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation."),
+    ]):
+        fn = opt(fn)
+    return fn
+
+
+def _bulk(operation: str, job_id: str | None, url: str | None, filters: dict[str, Any], dry_run: bool,
+          yes: bool, as_json: bool) -> bool:
+    """Run the bulk form when filters are given (answers True); refuse a JOB_ID with filters."""
+    given = any(v is not None for v in filters.values())
+    if job_id is not None:
+        if given or dry_run:
+            raise click.UsageError("give a JOB_ID or filters, not both")
+        return False
+    from .cli_bulk import run_bulk
+
+    run_bulk(operation, url, filters, dry_run=dry_run, yes=yes, as_json=as_json)
+    return True
+
+
 @jobs.command("cancel")
-@click.argument("job_id")
+@click.argument("job_id", required=False)
 @url_option
+@_bulk_options
 @json_option
-def jobs_cancel(job_id: str, url: str | None, as_json: bool) -> None:
+def jobs_cancel(job_id: str | None, url: str | None, state: str | None, kind: str | None, queue: str | None,
+                tag: str | None, older_than: str | None, dry_run: bool, yes: bool, as_json: bool) -> None:
     """Cancel a job: a queued one at once; a running one is asked to stop (its worker sets
-    ctx.cancelled and settles it cancelled within a second; store.jobs.request_cancel)."""
+    ctx.cancelled and settles it cancelled within a second; store.jobs.request_cancel).
+    Without JOB_ID, every job the filters match (asks first; --yes, --dry-run)."""
+    if _bulk("cancel", job_id, url, {"state": state, "kind": kind, "queue": queue, "tag": tag,
+                                     "older_than": older_than}, dry_run, yes, as_json):
+        return
+    assert job_id is not None
     store = open_store(url)
     try:
         outcome = store.jobs.request_cancel(job_id)
@@ -712,11 +749,18 @@ def jobs_cancel(job_id: str, url: str | None, as_json: bool) -> None:
 
 
 @jobs.command("requeue")
-@click.argument("job_id")
+@click.argument("job_id", required=False)
 @url_option
+@_bulk_options
 @json_option
-def jobs_requeue(job_id: str, url: str | None, as_json: bool) -> None:
-    """Return a failed, dead, cancelled or lease-expired job to pending now (attempts are kept)."""
+def jobs_requeue(job_id: str | None, url: str | None, state: str | None, kind: str | None, queue: str | None,
+                 tag: str | None, older_than: str | None, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """Return a failed, dead, cancelled or lease-expired job to pending now (attempts are kept).
+    Without JOB_ID, every such job the filters match (asks first; --yes, --dry-run)."""
+    if _bulk("requeue", job_id, url, {"state": state, "kind": kind, "queue": queue, "tag": tag,
+                                      "older_than": older_than}, dry_run, yes, as_json):
+        return
+    assert job_id is not None
     store = open_store(url)
     try:
         changed = store.jobs.requeue(job_id)
@@ -726,6 +770,32 @@ def jobs_requeue(job_id: str, url: str | None, as_json: bool) -> None:
         emit_json({"id": job_id, "requeued": changed})
     else:
         click.echo(f"requeued {job_id}" if changed else f"{job_id} was already pending")
+
+
+@jobs.command("delete")
+@click.argument("job_id", required=False)
+@url_option
+@_bulk_options
+@json_option
+def jobs_delete(job_id: str | None, url: str | None, state: str | None, kind: str | None, queue: str | None,
+                tag: str | None, older_than: str | None, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """Delete a job and its checkpoints (never a running one: TN2091). Without JOB_ID, every job
+    the filters match except running ones (asks first; --yes, --dry-run)."""
+    if _bulk("delete", job_id, url, {"state": state, "kind": kind, "queue": queue, "tag": tag,
+                                     "older_than": older_than}, dry_run, yes, as_json):
+        return
+    assert job_id is not None
+    store = open_store(url)
+    try:
+        deleted = store.jobs.delete(job_id)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"id": job_id, "deleted": deleted})
+    elif deleted:
+        click.echo(f"deleted {job_id}")
+    else:
+        _fail(f"no job {job_id!r}")
 
 
 @jobs.command("redrive")

@@ -48,6 +48,7 @@ __all__ = [
     "JobCancelled",
     "ResultTimeout",
     "WorkerUnhealthy",
+    "JobRunning",
     "FENCE_CODES",
     "ERROR_TABLE",
 ]
@@ -326,6 +327,17 @@ class WorkerUnhealthy(TenureError):
     code = "TN2090"
 
 
+# --- administration ----------------------------------------------------------------------------
+
+
+class JobRunning(TenureError):
+    """``jobs.delete(id)`` of a job that holds a live lease: deleting it would pull the row from
+    under its running attempt. Cancel it first (``jobs.request_cancel``), or wait; a bulk
+    ``delete_where`` skips such jobs instead."""
+
+    code = "TN2091"
+
+
 FENCE_CODES = frozenset({LeaseNotHeld.code, LeaseSuperseded.code, LeaseExpired.code})
 
 ERROR_TABLE: dict[str, type[TenureError]] = {
@@ -336,6 +348,6 @@ ERROR_TABLE: dict[str, type[TenureError]] = {
         StorageError, ReadOnlyStore, StoreBusy, StorageFull, StoreUnavailable, StoreLimitExceeded,
         StoreCorrupt, SchemaTooNew, InvalidURL, UnreadableJob,
         PageCancelled, DeadlineExceeded, QueueNotFound, QueueNotEmpty, InvalidSchedule, JobDead,
-        JobCancelled, ResultTimeout, WorkerUnhealthy, WorkerLost, DeadLetterCycle,
+        JobCancelled, ResultTimeout, WorkerUnhealthy, WorkerLost, DeadLetterCycle, JobRunning,
     ]
 }

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _sanitize
+from . import _sanitize, bulk_admin
 from . import _validate as v
 from .attempt_history import entry_json
 from .engine.base import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS  # re-exported (tenure.queues)
@@ -867,6 +867,38 @@ class Jobs(_JobsBase):
                 raise LeaseNotHeld(f"cannot requeue job {job_id!r}: it is {current[3]!r}")
         store._wake_local()
         return True
+
+    def delete(self, job_id: str) -> bool:
+        """Delete one job and its checkpoints, in any state but running: True when deleted, False
+        when there was no such job; :class:`~tenure.errors.JobRunning` (TN2091) for a job holding a
+        live lease (cancel it first with :meth:`request_cancel`)."""
+        return bulk_admin.delete(self._store, job_id)
+
+    def cancel_where(self, *, state: str | None = None, kind: str | None = None, queue: str | None = None,
+                     tag: str | None = None, older_than: Any = None, dry_run: bool = False,
+                     limit: int | None = None) -> int:
+        """:meth:`request_cancel` every job the filter matches (``older_than``: seconds since
+        creation), in bounded batches: queued ones are cancelled now, running ones flagged for
+        their holders. Answers how many (with ``dry_run``, how many it would touch, writing
+        nothing). At least one filter is required (:mod:`tenure.bulk_admin`)."""
+        f = bulk_admin.job_filter(state=state, kind=kind, queue=queue, tag=tag, older_than=older_than)
+        return bulk_admin.apply(self._store, "cancel", f, dry_run=dry_run, limit=limit)
+
+    def requeue_where(self, *, state: str | None = None, kind: str | None = None, queue: str | None = None,
+                      tag: str | None = None, older_than: Any = None, dry_run: bool = False,
+                      limit: int | None = None) -> int:
+        """:meth:`requeue` every failed, dead, cancelled or lease-expired job the filter matches,
+        in bounded batches; answers how many (``dry_run``: would)."""
+        f = bulk_admin.job_filter(state=state, kind=kind, queue=queue, tag=tag, older_than=older_than)
+        return bulk_admin.apply(self._store, "requeue", f, dry_run=dry_run, limit=limit)
+
+    def delete_where(self, *, state: str | None = None, kind: str | None = None, queue: str | None = None,
+                     tag: str | None = None, older_than: Any = None, dry_run: bool = False,
+                     limit: int | None = None) -> int:
+        """Delete every job the filter matches except those holding a live lease, with their
+        checkpoints, in bounded batches; answers how many (``dry_run``: would)."""
+        f = bulk_admin.job_filter(state=state, kind=kind, queue=queue, tag=tag, older_than=older_than)
+        return bulk_admin.apply(self._store, "delete", f, dry_run=dry_run, limit=limit)
 
     def redrive(self, queue: str, *, limit: int | None = None) -> int:
         """Move dead-lettered jobs in ``queue`` back to their origin queue; answers how many."""

@@ -338,6 +338,28 @@ and in the <code>tenure</code> CLI.</p></noscript>
                          lambda changed: {"changed": changed, "message": f"requeued {job_id}" if changed
                                           else f"{job_id} was already pending"})
 
+    def act_bulk(self, request: Request) -> Response:
+        """POST /api/jobs/bulk/{cancel|requeue|delete}?state=&kind=&queue=&tag=[&dry_run=1]: the
+        public ``store.jobs.<op>_where`` on every job the filter matches (a filter is required);
+        the page asks with the dry run's count before it acts."""
+        op = request.path_params["operation"]
+        if op not in ("cancel", "requeue", "delete"):
+            return _error(404, "not_found", f"no bulk operation {op!r}")
+        q = request.query_params
+        filters = {k: q.get(k) or None for k in ("state", "kind", "queue", "tag")}
+        dry_run = q.get("dry_run") in ("1", "true")
+        words = ", ".join(f"{k}={val}" for k, val in filters.items() if val is not None) or "no filter"
+        done = {"cancel": "cancelled (or asked to stop)", "requeue": "requeued", "delete": "deleted"}[op]
+        fn = getattr(self.store.jobs, f"{op}_where")
+        if dry_run:
+            refused = self.check_action(request)
+            if refused is not None:
+                return refused
+            return _json({"ok": True, "dry_run": True, "count": fn(**filters, dry_run=True), "filter": words})
+        return self._act(request, lambda: fn(**filters),
+                         lambda n: {"changed": bool(n), "count": n, "filter": words,
+                                    "message": f"{done} {n} job(s) matching {words}"})
+
     def act_redrive(self, request: Request) -> Response:
         name = request.path_params["name"]
         return self._act(request, lambda: self.store.jobs.redrive(name),
@@ -497,6 +519,7 @@ def create_app(store: Store, *, auth_token: str | None = None, username: str | N
         Route("/metrics", dash.metrics),
         Route("/api/overview", dash.api_overview),
         Route("/api/jobs", dash.api_jobs),
+        Route("/api/jobs/bulk/{operation}", dash.act_bulk, methods=["POST"]),
         Route("/api/jobs/{job_id:path}/cancel", dash.act_cancel, methods=["POST"]),
         Route("/api/jobs/{job_id:path}/requeue", dash.act_requeue, methods=["POST"]),
         Route("/api/jobs/{job_id:path}", dash.api_job),

@@ -225,6 +225,18 @@ class Session(abc.ABC):
         """Keyset page by id ascending; ``tag`` keeps the jobs whose tags include it."""
 
     @abc.abstractmethod
+    def job_match(self, *, filters: dict[str, Any], eligible: str, after: str | None, limit: int,
+                  now: int | None) -> list[str]:
+        """Up to ``limit`` ids by id ascending (past ``after``) of the jobs matching ``filters``
+        (``state``, ``kind``, ``queue``, ``tag``, ``before``: created before that epoch ms; None
+        means any) that the operation ``eligible`` (cancel, requeue or delete) may touch."""
+
+    @abc.abstractmethod
+    def job_delete(self, job_ids: Sequence[str], now: int | None) -> list[str]:
+        """Delete these jobs, with their checkpoints, except any holding a live lease; answers
+        the ids deleted."""
+
+    @abc.abstractmethod
     def job_sweep(self, settled_before: int, limit: int) -> int:
         """Delete up to ``limit`` done/dead/cancelled jobs with ``updated_at < settled_before``,
         oldest first, with their checkpoints, in one transaction; answers how many."""

@@ -89,8 +89,8 @@
         });
       });
   }
-  function post(path) {
-    return fetch(url(path), { method: "POST", credentials: "same-origin",
+  function post(path, params) {
+    return fetch(url(path, params), { method: "POST", credentials: "same-origin",
       headers: { "X-Tenure-CSRF": CSRF, "Accept": "application/json" } })
       .then(function (r) {
         return r.json().catch(function () { return {}; }).then(function (body) {
@@ -265,7 +265,36 @@
     stateSel.addEventListener("change", function () { form.requestSubmit(); });
     var table = el("div", { id: "jobs" });
     var pager = el("div", { "class": "pager", id: "pager" });
-    replace(app, el("h1", { text: "Jobs" }), form, table, pager);
+    var bulk = el("div", { "class": "actions", id: "bulk" });
+    replace(app, el("h1", { text: "Jobs" }), form, bulk, table, pager);
+    // Bulk actions on every job the filters match: a dry run counts them, a dialog asks, then the
+    // same call acts (store.jobs.<op>_where; never without a filter).
+    function bulkAsk(op) {
+      var q = at(""); delete q.after;
+      post("/api/jobs/bulk/" + op, Object.assign({ dry_run: 1 }, q)).then(function (d) {
+        var dialog = el("dialog", { id: "bulk-dialog" });
+        var yes = el("button", { "class": "danger", id: "bulk-confirm", text: op + " " + d.count + " job(s)" });
+        var no = el("button", { id: "bulk-keep", text: "Keep them" });
+        add(dialog, [el("p", { id: "bulk-question", text: op + " " + d.count + " job(s) matching " + d.filter + "?" }),
+          el("div", { "class": "actions" }, yes, no)]);
+        document.body.appendChild(dialog);
+        function close() { dialog.close(); dialog.remove(); }
+        no.onclick = close;
+        yes.onclick = function () {
+          yes.disabled = true;
+          post("/api/jobs/bulk/" + op, q).then(function (r) { close(); flash(r.message, false); refresh(); },
+            function (err) { close(); flash(err.message, true); });
+        };
+        if (d.count === 0) yes.disabled = true;
+        dialog.showModal();
+      }, function (err) { flash(err.message, true); });
+    }
+    if (CAN_ACT && (filt.state || filt.queue || filt.kind || filt.tag)) {
+      ["cancel", "requeue", "delete"].forEach(function (op) {
+        add(bulk, el("button", { id: "bulk-" + op, "class": op === "requeue" ? "" : "danger",
+          text: op.charAt(0).toUpperCase() + op.slice(1) + " all matching…", onclick: function () { bulkAsk(op); } }));
+      });
+    }
     getJSON("/api/overview").then(function (d) {
       replace(names, d.queues.map(function (q) { return el("option", { value: q.name }); }));
     }, function () {});

@@ -320,6 +320,15 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
         params = {"state": state, "kind": kind, "queue": queue, "tag": tag, "after": after, "limit": limit}
         return self._conn.execute(_page_sql(params), params).fetchall()
 
+    def job_match(self, *, filters, eligible, after, limit, now) -> list[str]:
+        params = {**filters, "after": after, "limit": limit, "now": now}
+        used = "".join(text for name, text in Q.MATCH_FILTERS.items() if params.get(name) is not None)
+        sql = Q.MATCH.format(filters=used + Q.MATCH_ELIGIBLE[eligible])
+        return [r[0] for r in self._conn.execute(sql, params)]
+
+    def job_delete(self, job_ids, now) -> list[str]:
+        return [r[0] for r in self._conn.execute(Q.DELETE_JOBS, {"ids": list(job_ids), "now": now})]
+
     def job_sweep(self, settled_before: int, limit: int) -> int:
         return self._conn.execute(Q.SWEEP, {"before": settled_before, "limit": limit}).fetchone()[0]
 

@@ -401,6 +401,26 @@ PAGE_FILTERS = {
     "after": " AND id > %(after)s::text",
 }
 
+# Bulk administration (tenure.bulk_admin): the ids a filter matches, by id, among the rows the
+# operation may touch (MATCH_ELIGIBLE); one bounded batch per call, continued with "after".
+MATCH = f"WITH {CLOCK} SELECT id FROM tenure_jobs WHERE true{{filters}} ORDER BY id LIMIT %(limit)s"
+MATCH_FILTERS = {**PAGE_FILTERS, "before": " AND created_at < %(before)s::bigint"}
+MATCH_ELIGIBLE = {
+    "cancel": " AND state IN ('pending', 'failed', 'leased')",
+    "requeue": f" AND (state IN ('failed', 'dead', 'cancelled') OR (state = 'leased' AND lease_until <= {NOW}))",
+    "delete": f" AND NOT (state = 'leased' AND lease_until > {NOW})",
+}
+# Never a job with a live lease: its running attempt would lose the row under it. FOR UPDATE
+# waits for a concurrent settlement or claim, so the lease test reads the row as it ends up.
+DELETE_JOBS = f"""
+WITH {CLOCK},
+doomed AS (SELECT id FROM tenure_jobs WHERE id = ANY(%(ids)s::text[]) FOR UPDATE),
+gone AS (DELETE FROM tenure_jobs j USING doomed d WHERE j.id = d.id
+         AND NOT (j.state = 'leased' AND j.lease_until > {NOW}) RETURNING j.id),
+checkpoints AS (DELETE FROM tenure_checkpoints WHERE run_id IN (SELECT id FROM gone))
+SELECT id FROM gone
+"""
+
 # Up to :limit settled jobs older than the horizon, oldest first, and their checkpoints, in one
 # statement. FOR UPDATE SKIP LOCKED: a row being requeued right now is re-checked (or skipped),
 # never deleted as the pending job it just became.

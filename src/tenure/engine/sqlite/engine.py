@@ -323,6 +323,20 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
             sql = _PAGE_CACHE[shape] = Q.PAGE.format(filters=filters)
         return self._readable(lambda: self._conn.execute(sql, params).fetchall())
 
+    def job_match(self, *, filters, eligible, after, limit, now) -> list[str]:
+        params = {**filters, "after": after, "limit": limit, "now": _wall_ms() if now is None else now}
+        used = "".join(text for name, text in Q.MATCH_FILTERS.items() if params.get(name) is not None)
+        sql = Q.MATCH.format(filters=used + Q.MATCH_ELIGIBLE[eligible])
+        return [r[0] for r in self._conn.execute(sql, params)]
+
+    def job_delete(self, job_ids, now) -> list[str]:
+        now = _wall_ms() if now is None else now
+        with self._atomic():
+            ids = [r[0] for r in self._conn.execute(Q.DELETE_JOBS, {"ids": json.dumps(list(job_ids)), "now": now})]
+            if ids:
+                self._conn.execute(Q.SWEEP_DELETE_CHECKPOINTS, {"ids": json.dumps(ids)})
+        return ids
+
     def job_sweep(self, settled_before: int, limit: int) -> int:
         conn = self._conn
         with self._atomic():

@@ -268,6 +268,26 @@ PAGE_FILTERS = {
     "after": " AND id > :after",
 }
 
+# Bulk administration (tenure.bulk_admin): the ids a filter matches, by id, among the rows the
+# operation may touch (MATCH_ELIGIBLE); one bounded batch per call, continued with "after".
+MATCH = """
+SELECT id FROM tenure_jobs
+WHERE 1 = 1 {filters}
+ORDER BY id LIMIT :limit
+"""
+MATCH_FILTERS = {**PAGE_FILTERS, "before": " AND created_at < :before"}
+MATCH_ELIGIBLE = {
+    "cancel": " AND state IN ('pending', 'failed', 'leased')",
+    "requeue": " AND (state IN ('failed', 'dead', 'cancelled') OR (state = 'leased' AND lease_until <= :now))",
+    "delete": " AND NOT (state = 'leased' AND lease_until > :now)",
+}
+# Never a job with a live lease: its running attempt would lose the row under it.
+DELETE_JOBS = """
+DELETE FROM tenure_jobs WHERE id IN (SELECT value FROM json_each(:ids))
+  AND NOT (state = 'leased' AND lease_until > :now)
+RETURNING id
+"""
+
 SWEEP_SELECT = """
 SELECT id FROM tenure_jobs INDEXED BY tenure_jobs_settled
 WHERE state IN ('done', 'dead', 'cancelled') AND updated_at < :before

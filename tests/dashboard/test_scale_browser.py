@@ -1,0 +1,48 @@
+"""Admin at scale in a real headless Chromium (issue 22): the jobs page filters by tag, and its
+bulk buttons count the matching jobs (a dry run), ask in a confirmation dialog, and act only
+when confirmed (store.jobs.<op>_where)."""
+
+from __future__ import annotations
+
+import tenure
+from tenure.dashboard import create_app
+
+from .conftest import SHOTS
+
+
+def test_bulk_cancel_asks_in_a_dialog_in_chromium(store_url, serve, browser):
+    store = tenure.connect(store_url)
+    tagged = [store.jobs.enqueue("report.build", {"n": n}, tags=["nightly"]) for n in range(3)]
+    other = store.jobs.enqueue("report.build", {"n": 9})
+    srv = serve(create_app(store, poll_ms=500))
+    ctx = browser.new_context(viewport={"width": 1360, "height": 900})
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(f"{srv.url()}/jobs?tag=nightly")
+        page.wait_for_selector("#job-table tbody tr")
+        assert page.locator("#job-table tbody tr").count() == 3
+        assert "nightly" in page.inner_text("#job-table")
+        # Asked, then declined: nothing changes.
+        page.click("#bulk-cancel")
+        page.wait_for_selector("#bulk-dialog[open]")
+        assert "cancel 3 job(s) matching tag=nightly?" in page.inner_text("#bulk-question")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "jobs-bulk-dialog.png"), full_page=True)
+        page.click("#bulk-keep")
+        page.wait_for_selector("#bulk-dialog", state="detached")
+        assert store.jobs.counts()["cancelled"] == 0
+        # Asked, then confirmed: exactly the matching jobs are cancelled.
+        page.click("#bulk-cancel")
+        page.wait_for_selector("#bulk-dialog[open]")
+        page.click("#bulk-confirm")
+        page.wait_for_selector("#bulk-dialog", state="detached")
+        page.wait_for_function("document.querySelector('#flash').textContent.indexOf('3 job(s)') >= 0")
+        assert {store.jobs.get(j).state for j in tagged} == {"cancelled"}
+        assert store.jobs.get(other).state == "pending"
+        assert errors == []
+    finally:
+        ctx.close()
+        store.close()

@@ -445,11 +445,13 @@ def _floor_raw(target: Target, url: str, batch: int, budget: float) -> tuple[int
     with target.connect(url) as raw:
         execute = raw.execute
         claim_sql, complete_sql = st.claim_sql(batch), st.complete_sql
-        claim_params, complete_params, now = st.claim_params, st.complete_params, st.now
+        claim_params, complete_params, now, probe_sql = st.claim_params, st.complete_params, st.now, st.probe_sql
         done = 0
         c0 = time.process_time()
         t0 = time.perf_counter()
         while True:
+            if probe_sql is not None and execute(probe_sql, (now(),)).fetchone() is not None:
+                raise RuntimeError("an expired lease in the floor's queue: the bare-SQL claim does not reclaim")
             rows = execute(claim_sql, claim_params(OWNER, LEASE_MS, now(), batch)).fetchall()
             if not rows:
                 break

@@ -144,6 +144,9 @@ class FloorStatements:
     complete_params: Any  # (rows, now) -> params; rows are claim rows
     now: Any  # () -> the ``now`` parameter the engine would pass (None: the database clock)
     description: str
+    #: A statement the engine runs before each claim (SQLite: is any lease expired? With none, the
+    #: claim is the one statement above), bound with ``(now,)``; None when the claim is all of it.
+    probe_sql: str | None = None
 
 
 class SQLiteTarget(Target):
@@ -183,6 +186,7 @@ class SQLiteTarget(Target):
     def floor_statements(self, kinds: list[str]) -> FloorStatements:
         import json
 
+        from tenure.engine.base import TOKEN_INDEX
         from tenure.engine.sqlite import queries as Q
         from tenure.engine.sqlite.engine import _claim_params, _claim_sql
 
@@ -194,11 +198,12 @@ class SQLiteTarget(Target):
             return _claim_params(kinds, ["default"], owner, lease_ms, now, limit)
 
         def complete_params(rows: list[tuple], now: int) -> dict[str, Any]:
-            return {"items": json.dumps([[r[0], r[-1], None] for r in rows]), "now": now}
+            return {"items": json.dumps([[r[0], r[TOKEN_INDEX], None] for r in rows]), "now": now}
 
         return FloorStatements(claim_sql, Q.COMPLETE, claim_params, complete_params,
                                lambda: time.time_ns() // 1_000_000,
-                               "tenure.engine.sqlite.engine._claim_sql(1 queue, by kind) + queries.COMPLETE")
+                               "queries.ANY_EXPIRED + tenure.engine.sqlite.engine._claim_sql(1 queue, by kind) "
+                               "+ queries.COMPLETE", probe_sql=Q.ANY_EXPIRED)
 
     def versions(self) -> dict[str, Any]:
         url = self.fresh_url("versions")
@@ -248,6 +253,7 @@ class PostgresTarget(Target):
                              f"bench's own, e.g. {DEFAULT_PG_URL}")
         self.url = url
         self._ensure_database(parts, dbname)
+        self._lock = self._claim_database(url, dbname)
 
     @staticmethod
     def _ensure_database(parts: Any, dbname: str) -> None:
@@ -258,6 +264,30 @@ class PostgresTarget(Target):
         with psycopg.connect(admin, autocommit=True) as conn:
             if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone() is None:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+
+    @staticmethod
+    def _claim_database(url: str, dbname: str) -> Any:
+        """This run's hold on the database: a session advisory lock, kept until :meth:`close` (or
+        the process ends). Every run uses the one schema :data:`SCHEMA` and drops it afresh for
+        each measurement, so two runs at once on one database would drop, fill and drain each
+        other's tables (one run's worker claiming the other's jobs, its verification reading the
+        other's rows); a second run is refused instead."""
+        import psycopg
+
+        conn = psycopg.connect(url, autocommit=True)
+        got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (f"tenure bench: {SCHEMA}",)).fetchone()
+        if not got or not got[0]:
+            conn.close()
+            raise SystemExit(f"another bench run is using database {dbname!r} (schema {SCHEMA}); runs at the "
+                             "same time would drop and drain each other's tables: give each its own "
+                             "database (--pg-url or $TENURE_BENCH_PG_URL)")
+        return conn
+
+    def close(self) -> None:
+        """Release the database for another run (see :meth:`_claim_database`)."""
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.close()
 
     def fresh_url(self, label: str) -> str:
         """A brand-new schema (:data:`SCHEMA`): new tables with no planner statistics and no
@@ -294,6 +324,7 @@ class PostgresTarget(Target):
         return psycopg.connect(eng.conninfo, autocommit=True, prepare_threshold=0)
 
     def floor_statements(self, kinds: list[str]) -> FloorStatements:
+        from tenure.engine.base import TOKEN_INDEX
         from tenure.engine.postgres import queries as Q
         from tenure.engine.postgres.engine import _claim_params, _claim_sql
 
@@ -307,7 +338,7 @@ class PostgresTarget(Target):
             return _claim_params(kinds, None, owner, lease_ms, now, limit)
 
         def complete_params(rows: list[tuple], now: Any) -> dict[str, Any]:
-            return {"now": now, "ids": [r[0] for r in rows], "tokens": [r[-1] for r in rows],
+            return {"now": now, "ids": [r[0] for r in rows], "tokens": [r[TOKEN_INDEX] for r in rows],
                     "results": [None] * len(rows)}
 
         return FloorStatements(claim_sql, Q.COMPLETE, claim_params, complete_params, lambda: None,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import tenure
-from tenure.errors import LeaseExpired, LeaseNotHeld, LeaseRequired, LeaseSuperseded
+from tenure.errors import LeaseExpired, LeaseNotHeld, LeaseRequired, LeaseSuperseded, WorkerLost
 
 from ..conftest import PG_URL, Clock, Rand, require_pg
 
@@ -111,14 +111,28 @@ class JobsMachine(RuleBasedStateMachine):
 
     @rule()
     def claim(self):
+        # Bounded reclaim (docs/spec.md D10): of the first (limit = 1) expired lease in claim
+        # order, one whose job has used its last attempt is settled dead by this claim (its
+        # last_error names the lost worker; the default queue has no dead-letter queue) and the
+        # first due job is claimed instead; any other expired lease is leased again, alone.
         now = self.clock()
         eligible = self.model.eligible(now)
+        expired = [j for j in eligible if j.state == "leased"][:1]
+        spent = [j for j in expired if j.attempts >= j.max_attempts]
         c = self.jobs.claim("k", owner="w", lease_ms=10_000)
+        for j in spent:
+            j.state, j.token, j.lease_until, j.updated_at = "dead", None, None, now
+            j.last_error = (f"{WorkerLost.code}: worker lost on its final attempt ({j.attempts} of "
+                            f"{j.max_attempts}): the lease of w expired, and the next claim settled the "
+                            "job dead instead of running it again")
+        revived = [j for j in expired if j not in spent]
+        eligible = revived or [j for j in eligible if j.state in ("pending", "failed")]
         if not eligible:
             assert c is None
             return
         j = eligible[0]
         assert c is not None and c.job.id == j.id
+        assert c.reclaimed == bool(revived)
         j.state, j.attempts, j.generation = "leased", j.attempts + 1, j.generation + 1
         j.lease_until, j.token, j.updated_at = now + 10_000, c.lease.token, now
         assert (c.lease.generation, c.lease.attempt, c.lease.expires_at) == (j.generation, j.attempts, j.lease_until)

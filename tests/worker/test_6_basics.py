@@ -337,10 +337,16 @@ def test_6_20_stats_report_every_counter(any_store, make_worker):
     w.start()
     any_store.jobs.enqueue_many([{"kind": "ok"}] * 3 + [{"kind": "bad", "max_attempts": 1}] * 2)
     wait_for(lambda: w.stats()["completions"] + w.stats()["failures"] == 5, what="five settlements")
-    time.sleep(0.1)
-    s = w.stats()
+    # Idle now: a poll comes within poll_interval of a free dispatcher (waited for, bounded, since
+    # a loaded machine can delay it past any fixed sleep) ...
+    wait_for(lambda: w.stats()["polls"] >= 1, what="an idle poll")
+    # ... and a job enqueued to the idle worker wakes it (the five above may all have been taken
+    # while every slot was busy, which consumes their wake-up without counting one).
+    any_store.jobs.enqueue("ok")
+    s = wait_for(lambda: (st := w.stats())["completions"] == 4 and st["wakes"] >= 1 and st["in_flight"] == 0
+                 and st, what="the sixth job's completion and a wake")
     assert STATS_KEYS <= set(s)
-    assert (s["claims"], s["completions"], s["failures"], s["in_flight"]) == (5, 3, 2, 0)
+    assert (s["claims"], s["completions"], s["failures"], s["in_flight"]) == (6, 4, 2, 0)
     assert (s["lost_settlements"], s["cancellations"], s["claim_errors"], s["renewals"]) == (0, 0, 0, 0)
     assert s["wakes"] >= 1 and s["polls"] >= 1
 

@@ -13,7 +13,7 @@ from .store import Store, connect
 
 __all__ = [
     "STATES", "Checkpoint", "Claim", "Discard", "Job", "Lease", "Page", "Retry", "Snooze", "Store",
-    "SweepResult", "TenureError", "Undecodable", "connect", "App",
+    "SweepResult", "TenureError", "Undecodable", "connect", "App", "JobContext",
 ]
 __version__ = "0.1.0"
 
@@ -23,4 +23,8 @@ def __getattr__(name: str):
         from .app import App
 
         return App
+    if name == "JobContext":  # what a task parameter is annotated with to receive the job context
+        from .worker import JobContext
+
+        return JobContext
     raise AttributeError(name)

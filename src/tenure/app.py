@@ -10,8 +10,10 @@ handle = send_email.enqueue(to="a@b", subject="hi")
 handle.result(timeout=10)
 app.run_worker(concurrency=8)
 ```
-A task's payload is ``{"args": [...], "kwargs": {...}}``; a task function that declares a ``ctx``
-parameter receives the :class:`tenure.worker.JobContext`.
+``enqueue`` checks its arguments against the function's signature before it writes anything
+(TN1002 naming the task and the argument); a task's payload is ``{"args": [...], "kwargs": {...}}``;
+the parameter annotated :class:`tenure.JobContext` (or an unannotated ``ctx``) receives the job
+context and is never an argument. The rules: :mod:`tenure.task_args`, docs/tasks.md.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultT
 from .handler_control import apply_task_policy, exception_classes
 from .records import Job
 from .store import Store, connect
+from .task_args import TaskSignature
 
 log = logging.getLogger("tenure")
 
@@ -82,7 +85,7 @@ class Task:
     """A function registered as a job kind."""
 
     def __init__(self, app: App, fn: Callable[..., Any], name: str, options: dict[str, Any],
-                 retry_on: Any = None, discard_on: Any = None) -> None:
+                 retry_on: Any = None, discard_on: Any = None, signature: TaskSignature | None = None) -> None:
         self.app = app
         self.fn = fn
         self.name = name
@@ -91,7 +94,9 @@ class Task:
         self.retry_on = exception_classes(retry_on, "retry_on")
         #: Exception classes that make the job dead at once (no retries).
         self.discard_on = exception_classes(discard_on, "discard_on")
-        self.wants_ctx = "ctx" in inspect.signature(fn).parameters
+        #: The function's signature, read once: what enqueue checks, where the context goes.
+        self.signature = signature or TaskSignature(name, fn)
+        self.wants_ctx = self.signature.context is not None
         self.is_async = inspect.iscoroutinefunction(fn)
         functools.update_wrapper(self, fn)
 
@@ -104,12 +109,15 @@ class Task:
         unknown = set(options) - _ENQUEUE_OPTIONS
         if unknown:
             raise InvalidArgument(f"unknown enqueue options: {', '.join(sorted(unknown))}")
-        clone = Task(self.app, self.fn, self.name, {**self.options, **options}, self.retry_on, self.discard_on)
+        clone = Task(self.app, self.fn, self.name, {**self.options, **options}, self.retry_on, self.discard_on,
+                     self.signature)
         return clone
 
     def enqueue(self, *args: Any, **kwargs: Any) -> Handle:
-        """Enqueue a call; answers a :class:`Handle` (``.id``, ``.result()``)."""
-        payload = {"args": list(args), "kwargs": kwargs}
+        """Enqueue a call; answers a :class:`Handle` (``.id``, ``.result()``). The arguments are
+        checked against the function's signature first: a call it could not accept raises
+        :class:`InvalidType` (TN1002) naming the task and the argument, and nothing is written."""
+        payload = self.signature.payload(args, kwargs)
         job_id = self.app.store.jobs.enqueue(self.name, payload, **self.options)
         return Handle(job_id, self.app.store)
 
@@ -121,17 +129,9 @@ class Task:
 
     def handler(self) -> Callable[..., Any]:
         """The ``(payload, ctx)`` handler a worker runs for this task."""
-        fn, wants_ctx = self.fn, self.wants_ctx
+        fn, split = self.fn, self.signature.call
         retry_on, discard_on = self.retry_on, self.discard_on
         policy = bool(retry_on or discard_on)
-
-        def split(payload: Any, ctx: Any) -> tuple[list, dict]:
-            if not isinstance(payload, dict):
-                payload = {"args": [] if payload is None else [payload], "kwargs": {}}
-            args, kwargs = list(payload.get("args") or []), dict(payload.get("kwargs") or {})
-            if wants_ctx:
-                kwargs["ctx"] = ctx
-            return args, kwargs
 
         if self.is_async:
             async def run_async(payload: Any, ctx: Any) -> Any:

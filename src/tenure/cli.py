@@ -512,6 +512,9 @@ def _jsonl_lines(path: str) -> list[str]:
 @click.argument("kind", required=False)
 @url_option
 @click.option("--payload", default=None, metavar="JSON", help="The job's payload, as JSON.")
+@click.option("--app", "app_spec", default=None, metavar="MODULE:APP",
+              help="Check KIND's arguments against the signature of APP's task of that name before "
+                   "writing (a plain JSON object is its keyword arguments; see docs/tasks.md).")
 @click.option("--queue", default="default", show_default=True)
 @click.option("--priority", default=0, show_default=True, type=int, help="Higher runs first.")
 @_duration_option("--delay", help="Run no earlier than this from now")
@@ -524,15 +527,19 @@ def _jsonl_lines(path: str) -> list[str]:
 @click.option("--batch-size", default=1000, show_default=True, type=click.IntRange(min=1, max=100_000),
               help="Jobs per statement batch with --from-file (the whole file is one transaction).")
 @json_option
-def enqueue(kind: str | None, url: str | None, payload: str | None, queue: str, priority: int,
+def enqueue(kind: str | None, url: str | None, payload: str | None, app_spec: str | None, queue: str, priority: int,
             delay: str | None, job_id: str | None, max_attempts: int | None, tags: tuple[str, ...],
             meta: str | None, from_file: str | None, batch_size: int, as_json: bool) -> None:
     """Enqueue one job (KIND --payload JSON), or many with --from-file jobs.jsonl.
 
     Each line of the file is an object such as {"kind": "email.send", "payload": {...},
     "queue": "emails", "priority": 5, "delay": 30}; KIND, when given, is the default kind.
+    For a task, a plain JSON object is its keyword arguments; with --app MODULE:APP they are
+    checked against the task's signature first (TN1002, nothing written).
     """
     if from_file is not None:
+        if app_spec is not None:
+            raise click.UsageError("--app checks one job's arguments; it does not apply to --from-file")
         if payload is not None or job_id is not None:
             raise click.UsageError("--payload and --id apply to one job; put them on each line with --from-file")
         text = _jsonl_lines(from_file)
@@ -549,6 +556,10 @@ def enqueue(kind: str | None, url: str | None, payload: str | None, queue: str, 
     if kind is None:
         raise click.UsageError("give KIND (and --payload JSON), or --from-file PATH")
     body = _payload(payload, "--payload")
+    if app_spec is not None:
+        from .task_args import checked_payload
+
+        body = checked_payload(load_app(app_spec), kind, body)
     delay_s = None if delay is None else parse_duration(delay, "--delay")
     store = open_store(url)
     try:

@@ -184,8 +184,8 @@ def inline(app: Any) -> Iterator[list[EagerHandle]]:
     def eager(self: Task, *args: Any, **kwargs: Any) -> EagerHandle:
         if self.app is not app:
             return original(self, *args, **kwargs)
+        payload = self.signature.payload(args, kwargs)  # checked like a real enqueue (TN1002)
         job_id = str(uuid.uuid4())
-        payload = {"args": list(args), "kwargs": kwargs}
         handle = EagerHandle(job_id)
         try:
             out = self.handler()(payload, _InlineContext(job_id))

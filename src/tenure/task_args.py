@@ -1,0 +1,179 @@
+"""How a task's arguments travel: checked against the function's signature at enqueue, stored as
+``{"args": [...], "kwargs": {...}}``, and handed back to the function by the worker (with the job
+context where the function asks for it). See docs/tasks.md.
+
+The rules, in one place:
+
+- **Checked at the call.** ``task.enqueue(...)`` binds its arguments to the function's signature
+  (:meth:`inspect.Signature.bind`) before anything is written; a call the function could not
+  accept raises :class:`tenure.errors.InvalidType` (TN1002, a ``TypeError``) naming the task and
+  the argument.
+- **The job context is asked for by annotation.** The parameter annotated
+  :class:`tenure.JobContext` (any name) receives the context. For code written before that rule, a
+  parameter named ``ctx`` *without* an annotation receives it too; ``ctx`` with another annotation
+  is an ordinary argument. The context parameter is never an argument: passing it raises TN1002.
+- **Stored payloads.** An object whose only keys are ``args`` and/or ``kwargs`` is that call; any
+  other JSON object is the keyword arguments (what ``tenure enqueue KIND --payload '{...}'``
+  writes); any other value is the one positional argument (``null``: no argument).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from .errors import InvalidType
+
+#: The keys of the stored call envelope.
+ENVELOPE_KEYS = frozenset({"args", "kwargs"})
+
+
+def _is_context_annotation(annotation: Any) -> bool:
+    if annotation is inspect.Parameter.empty:
+        return False
+    if isinstance(annotation, str):  # unevaluated (``from __future__ import annotations``)
+        return annotation.rsplit(".", 1)[-1] == "JobContext"
+    from .worker import JobContext
+
+    return isinstance(annotation, type) and issubclass(annotation, JobContext)
+
+
+def _signature(fn: Callable[..., Any]) -> inspect.Signature:
+    try:
+        return inspect.signature(fn, eval_str=True)
+    except Exception:  # noqa: BLE001 - an annotation that cannot be evaluated here: keep it a string
+        return inspect.signature(fn)
+
+
+class TaskSignature:
+    """A task function's signature, read once: which parameter takes the job context, and the
+    signature its callers must match (the function's, without that parameter)."""
+
+    def __init__(self, task_name: str, fn: Callable[..., Any]) -> None:
+        self.task_name = task_name
+        self.full = _signature(fn)
+        params = list(self.full.parameters.values())
+        plain = (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        )
+        typed = [p for p in params if p.kind in plain and _is_context_annotation(p.annotation)]
+        if len(typed) > 1:
+            raise InvalidType(
+                f"task {task_name!r}: only one parameter can take the job context, got "
+                f"{', '.join(p.name for p in typed)}",
+                task=task_name,
+            )
+        legacy = [
+            p
+            for p in params
+            if p.name == "ctx" and p.kind in plain and p.annotation is inspect.Parameter.empty
+        ]
+        #: The parameter the worker fills with the job context (None: the function takes none).
+        self.context: inspect.Parameter | None = (typed or legacy or [None])[0]
+        #: What callers must match: the function's signature without the context parameter.
+        self.callers = (
+            self.full
+            if self.context is None
+            else self.full.replace(parameters=[p for p in params if p is not self.context])
+        )
+
+    def payload(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The stored call for ``task.enqueue(*args, **kwargs)``, or :class:`InvalidType` (TN1002)
+        naming the task and the argument when the function could not accept it."""
+        if self.context is not None and self.context.name in kwargs:
+            raise InvalidType(
+                f"task {self.task_name!r}: {self.context.name!r} is the job context, filled "
+                "in by the worker; it cannot be passed at enqueue",
+                task=self.task_name,
+                argument=self.context.name,
+            )
+        unknown = self._unknown_keywords(kwargs)
+        if unknown:
+            raise InvalidType(
+                f"task {self.task_name!r} has no parameter {unknown} (its signature: {self.callers})",
+                task=self.task_name,
+                argument=unknown,
+            )
+        try:
+            self.callers.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InvalidType(
+                f"task {self.task_name!r} cannot take these arguments: {exc} (its signature: {self.callers})",
+                task=self.task_name,
+            ) from None
+        return {"args": list(args), "kwargs": dict(kwargs)}
+
+    def _unknown_keywords(self, kwargs: dict[str, Any]) -> str:
+        """The first keyword no parameter takes, with the nearest name (a typo is named before
+        the required argument it leaves missing); empty when every keyword fits."""
+        params = self.callers.parameters.values()
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return ""
+        names = [
+            p.name
+            for p in params
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        ]
+        for key in kwargs:
+            if key not in names:
+                near = difflib.get_close_matches(key, names, n=1)
+                return f"{key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+        return ""
+
+    def call(self, payload: Any, ctx: Any) -> tuple[list[Any], dict[str, Any]]:
+        """``(args, kwargs)`` to call the function with for a stored ``payload`` (module rules
+        above), the job context ``ctx`` put in its parameter."""
+        args, kwargs = split_payload(payload)
+        if self.context is None:
+            return args, kwargs
+        bound = self.callers.bind(*args, **kwargs)  # a TypeError here fails the attempt, as a call would
+        arguments = {}
+        for name, param in self.full.parameters.items():
+            if param is self.context:
+                arguments[name] = ctx
+            elif name in bound.arguments:
+                arguments[name] = bound.arguments[name]
+        full = inspect.BoundArguments(self.full, arguments)  # type: ignore[arg-type]
+        return list(full.args), full.kwargs
+
+
+def split_payload(payload: Any) -> tuple[list[Any], dict[str, Any]]:
+    """A stored payload as ``(args, kwargs)``: the ``{"args", "kwargs"}`` envelope as itself, any
+    other JSON object as keyword arguments, ``None`` as no argument, anything else as the one
+    positional argument."""
+    if isinstance(payload, dict):
+        if payload and payload.keys() <= ENVELOPE_KEYS:
+            args, kwargs = payload.get("args") or [], payload.get("kwargs") or {}
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise InvalidType(
+                    'a task payload {"args": ..., "kwargs": ...} takes a JSON array and a JSON '
+                    f"object, got {type(args).__name__} and {type(kwargs).__name__}"
+                )
+            return list(args), dict(kwargs)
+        return [], dict(payload)
+    return ([] if payload is None else [payload]), {}
+
+
+def checked_payload(app: Any, kind: str, payload: Any) -> dict[str, Any]:
+    """``tenure enqueue KIND --payload JSON --app MODULE:APP``: ``payload`` read as the stored-payload
+    rules above, checked against the signature of ``app``'s task ``kind``, and answered in the
+    envelope form. :class:`InvalidType` (TN1002) when the task could not take it, or when ``app`` has
+    no task ``kind`` (or is not an App)."""
+    tasks = getattr(app, "tasks", None)
+    if not isinstance(tasks, dict):
+        raise InvalidType(f"--app must name a tenure.App, got {type(app).__name__}")
+    task = tasks.get(kind)
+    if task is None:
+        near = difflib.get_close_matches(kind, list(tasks), n=1)
+        raise InvalidType(
+            f"the app has no task {kind!r}"
+            + (f" (did you mean {near[0]!r}?)" if near else "")
+            + f"; its tasks: {', '.join(sorted(tasks)) or 'none'}",
+            task=kind,
+        )
+    args, kwargs = split_payload(payload)
+    return task.signature.payload(tuple(args), kwargs)

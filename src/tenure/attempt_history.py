@@ -118,15 +118,15 @@ def attempt_rows(job: Any) -> list[dict[str, Any]]:
         )
     latest = errors[-1].get("attempt") if errors else 0
     if job.attempts and job.attempts != latest:
-        outcome = {"done": "completed", "leased": "running", "cancelled": "cancelled"}.get(job.state)
-        if outcome is not None:
+        latest_outcome = {"done": "completed", "leased": "running", "cancelled": "cancelled"}.get(job.state)
+        if latest_outcome is not None:
             rows.append(
                 {
                     "attempt": job.attempts,
-                    "at": job.updated_at if outcome != "running" else None,
+                    "at": job.updated_at if latest_outcome != "running" else None,
                     "owner": job.lease_owner,
                     "duration_ms": None,
-                    "outcome": outcome,
+                    "outcome": latest_outcome,
                     "error": None,
                     "traceback": None,
                 }

@@ -122,8 +122,12 @@ class Cron:
     def _shift_near(self, at: _dt.datetime) -> _dt.timedelta:
         """How far the UTC offset moves within :data:`_MARGIN` of ``at`` (zero almost always): a
         search starting inside a repeated hour must look back that far for its second pass."""
-        offsets = [(at + d).astimezone(self.zone).utcoffset() for d in (-_MARGIN, _dt.timedelta(0), _MARGIN)]
-        return max(offsets) - min(offsets)  # type: ignore[operator]
+        offsets = [
+            off
+            for d in (-_MARGIN, _dt.timedelta(0), _MARGIN)
+            if (off := (at + d).astimezone(self.zone).utcoffset()) is not None  # always, for an aware zone
+        ]
+        return max(offsets) - min(offsets)
 
     def next_after(self, after_ms: int) -> int | None:
         """The first fire instant strictly after ``after_ms`` (epoch ms), or None if the

@@ -141,7 +141,7 @@ class WorkerCollector(Collector):
 
 def _tracer() -> Any:
     try:
-        from opentelemetry import trace  # type: ignore[import-not-found]
+        from opentelemetry import trace
     except ImportError:
         return None
     return trace.get_tracer("tenure")

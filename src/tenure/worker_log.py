@@ -127,7 +127,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
-JsonFormatter.converter = time.gmtime  # type: ignore[assignment]
+JsonFormatter.converter = time.gmtime
 
 
 def configure(level: str = "INFO", fmt: str = "text", stream: Any = None) -> logging.Handler:
@@ -145,7 +145,7 @@ def configure(level: str = "INFO", fmt: str = "text", stream: Any = None) -> log
         handler.setFormatter(JsonFormatter())
     else:
         formatter = logging.Formatter(_TEXT_FORMAT)
-        formatter.converter = time.gmtime  # type: ignore[assignment]
+        formatter.converter = time.gmtime
         handler.setFormatter(formatter)
     root.addHandler(handler)
     root.setLevel(getattr(logging, level.upper()))

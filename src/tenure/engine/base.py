@@ -119,7 +119,11 @@ class Settle:
 
 
 class Session(abc.ABC):
-    """One connection's worth of queries. Not thread-safe; obtained from an :class:`Engine`."""
+    """One connection's worth of queries. Not thread-safe; obtained from an :class:`Engine`.
+
+    Every method a dialect must provide is declared here, with its types; each dialect's
+    session implements the job methods itself and the rest in its queues, maintenance and
+    insights mixins."""
 
     dialect: str
 
@@ -250,6 +254,183 @@ class Session(abc.ABC):
     @abc.abstractmethod
     def checkpoint_list(self, run_id: str, max_generation: int) -> list[tuple[str, str, int]]:
         """``(node_id, value, generation)`` for generations <= ``max_generation``."""
+
+    # -- queues (engine/<dialect>/queues.py) ---------------------------------------------------
+    @abc.abstractmethod
+    def queue_atomic(self) -> AbstractContextManager[None]:
+        """One transaction for several statements (joins the caller's open one; never commits an
+        adopted connection's)."""
+
+    @abc.abstractmethod
+    def queue_get(self, name: str) -> tuple | None:
+        """The registry row of queue ``name``, or None."""
+
+    @abc.abstractmethod
+    def queue_list(self) -> list[tuple]:
+        """Every registry row, by name."""
+
+    @abc.abstractmethod
+    def queue_defaults(self, names: Sequence[str]) -> dict[str, tuple]:
+        """The registry rows of ``names`` that exist, by name."""
+
+    @abc.abstractmethod
+    def queue_put(self, name: str, settings: dict[str, Any], now: int | None, *,
+                  create: bool) -> tuple[str, tuple | None]:
+        """Set ``settings`` on queue ``name`` (creating it first when ``create``). Answers
+        ``("ok", row)``, ``("missing", None)`` or ``("busy", row)`` (a policy change refused
+        because the queue holds live jobs)."""
+
+    @abc.abstractmethod
+    def queue_pause(self, name: str, paused: bool, now: int | None) -> tuple | None:
+        """Set the queue's ``paused`` flag; answers its row, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def queue_delete(self, name: str, force: bool) -> tuple[str, int]:
+        """Delete the queue, its jobs (live ones only when ``force``), their checkpoints and its
+        subscriptions, in one transaction. Answers ``("deleted", jobs)``, ``("missing", 0)`` or
+        ``("busy", live_jobs)``."""
+
+    @abc.abstractmethod
+    def queue_find_duplicate(self, j: NewJob, debounce: bool) -> str | None:
+        """The live job ``j`` collided with under its uniqueness rules, or None."""
+
+    @abc.abstractmethod
+    def queue_debounce(self, j: NewJob, debounce_ms: int, now: int | None) -> tuple[str, bool] | None:
+        """Move the pending debounced job of ``j``'s (queue, kind, key) to ``j``'s payload and
+        run_at (answers ``(its id, False)``), else insert ``j`` (``(j.id, True)``); None when
+        another uniqueness rule (or a racing insert) refused the insert."""
+
+    @abc.abstractmethod
+    def queue_dead_letter(self, pairs: Sequence[tuple[str, str]], default_max_attempts: int,
+                          now: int | None) -> int:
+        """Copy each dead job (``pairs`` of ``(dead_id, copy_id)``) into its dead-letter queue."""
+
+    @abc.abstractmethod
+    def queue_redrive_select(self, queue: str, limit: int, after: tuple[int, str] | None) -> list[tuple]:
+        """Up to ``limit`` dead-letter copies waiting in ``queue`` after ``(created_at, id)``."""
+
+    @abc.abstractmethod
+    def queue_redrive_settle(self, pairs: Sequence[tuple[str, str]], now: int | None) -> int:
+        """Settle the redriven copies of ``pairs``; answers how many."""
+
+    @abc.abstractmethod
+    def subscription_add(self, event: str, queue: str, now: int | None) -> bool:
+        """Subscribe ``queue`` to ``event``; False when it already was."""
+
+    @abc.abstractmethod
+    def subscription_remove(self, event: str, queue: str) -> bool:
+        """Unsubscribe ``queue`` from ``event``; False when it was not subscribed."""
+
+    @abc.abstractmethod
+    def subscription_queues(self, event: str) -> list[str]:
+        """The queues subscribed to ``event``."""
+
+    @abc.abstractmethod
+    def subscription_list(self, event: str | None) -> list[tuple[str, str]]:
+        """``(event, queue)`` pairs, of ``event`` only unless None."""
+
+    # -- schedules, leadership, workers, retention (engine/<dialect>/maintenance.py) -------------
+    @abc.abstractmethod
+    def schedule_upsert(self, row: dict[str, Any], now: int | None) -> tuple | None:
+        """Insert or change one schedule; answers the row, or None when nothing changed."""
+
+    @abc.abstractmethod
+    def schedule_get(self, name: str, key: str) -> tuple | None:
+        """One schedule's row, or None."""
+
+    @abc.abstractmethod
+    def schedule_list(self, name: str | None) -> list[tuple]:
+        """The schedules (of ``name`` only unless None)."""
+
+    @abc.abstractmethod
+    def schedule_delete(self, name: str, key: str) -> bool:
+        """Delete one schedule; False when it did not exist."""
+
+    @abc.abstractmethod
+    def schedule_due(self, now: int, limit: int) -> list[tuple]:
+        """Up to ``limit`` schedules whose next fire time is at or before ``now``."""
+
+    @abc.abstractmethod
+    def schedule_advance(self, *, name: str, key: str, cron: str, tz: str, expected: int,
+                         last_fire_at: int | None, next_fire_at: int | None, now: int) -> bool:
+        """Compare-and-set: move the schedule from ``expected`` on; False when another caller did."""
+
+    @abc.abstractmethod
+    def leader_acquire(self, name: str, owner: str, ttl_ms: int, now: int | None) -> int | None:
+        """Take or renew the lease on role ``name``; answers its expiry, or None when another
+        owner holds an unexpired lease."""
+
+    @abc.abstractmethod
+    def leader_release(self, name: str, owner: str) -> bool:
+        """Give up role ``name`` if ``owner`` holds it; False when it did not."""
+
+    @abc.abstractmethod
+    def leader_get(self, name: str) -> tuple | None:
+        """The holder row of role ``name``, or None."""
+
+    @abc.abstractmethod
+    def worker_heartbeat(self, rows: Sequence[dict[str, Any]], now: int | None) -> None:
+        """Insert or refresh the registry rows of this process's workers."""
+
+    @abc.abstractmethod
+    def worker_remove(self, ids: Sequence[str]) -> int:
+        """Delete the registry rows of ``ids``; answers how many."""
+
+    @abc.abstractmethod
+    def worker_list(self) -> list[tuple]:
+        """Every worker registry row."""
+
+    @abc.abstractmethod
+    def worker_reap(self, dead_before: int, keep: Sequence[str], now: int | None,
+                    limit: int) -> tuple[int, int]:
+        """End the live leases of up to ``limit`` workers silent since ``dead_before`` (except
+        ``keep``) and delete their rows; answers ``(leases, workers)``."""
+
+    @abc.abstractmethod
+    def job_release_lost(self, instance: str, keep: Sequence[str], now: int | None) -> list[str]:
+        """Give back the leases stamped with ``instance`` except those of the jobs in ``keep`` (the
+        ones its worker holds): pending again, one attempt fewer. Answers the ids released."""
+
+    @abc.abstractmethod
+    def job_expire_queued(self, now: int | None, error: str, limit: int) -> int:
+        """Queued (pending/failed) jobs with ``keep_until <= now`` -> dead with ``error``."""
+
+    @abc.abstractmethod
+    def jobs_dead_tuples(self) -> tuple[int, int, bool]:
+        """``(dead, live, autovacuum on)`` for the jobs table (SQLite: nothing to vacuum)."""
+
+    @abc.abstractmethod
+    def jobs_vacuum(self, cancel: threading.Event | None = None) -> bool:
+        """Vacuum the jobs table; a set ``cancel`` stops it at once and answers False."""
+
+    @abc.abstractmethod
+    def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int) -> int:
+        """Delete up to ``limit`` settled jobs past their deletion horizon (``updated_at +
+        delete_after_ms``, else ``+ default_after_ms``; None: only jobs with their own), with their
+        checkpoints; answers how many."""
+
+    # -- the read model (engine/<dialect>/insights.py) -----------------------------------------
+    @abc.abstractmethod
+    def insight_queue_counts(self) -> list[tuple[str, str, int]]:
+        """``(queue, state, count)`` for every queue and state that has rows."""
+
+    @abc.abstractmethod
+    def insight_queues(self) -> list[tuple]:
+        """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at,
+        updated_at)`` per registered queue, by name."""
+
+    @abc.abstractmethod
+    def insight_settled_buckets(self, since: int, until: int, bucket_ms: int) -> list[tuple[int, str, int]]:
+        """``(bucket index, state, count)`` of jobs whose latest settlement happened in
+        ``[since, until)``."""
+
+    @abc.abstractmethod
+    def insight_workers(self, limit: int) -> list[tuple]:
+        """Rows of the worker registry, most recent heartbeat first (JSON columns as text)."""
+
+    @abc.abstractmethod
+    def insight_schema_versions(self) -> list[tuple[int, str, int]]:
+        """``(version, name, applied_at)`` of every applied migration."""
 
     # -- application SQL (outbox, handler transactions) ----------------------------------------
     @abc.abstractmethod

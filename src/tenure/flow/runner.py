@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -243,8 +243,8 @@ class _Run:
         flow, bound, cancelled = self.flow, self.bound, self.ctx.cancelled
         nodes = flow.nodes
         waiting = [n for n in bound.order if n not in self.values]
-        running: dict[asyncio.Future, str] = {}
-        async_tasks: list[asyncio.Future] = []
+        running: dict[asyncio.Future[Any], str] = {}
+        async_tasks: list[asyncio.Future[Any]] = []
         failure: BaseException | None = None
         loop = asyncio.get_running_loop()
         pool = ThreadPoolExecutor(max_workers=flow.max_parallel,
@@ -260,6 +260,7 @@ class _Run:
                             waiting.remove(node_id)
                             impl = bound.impls[node.task]
                             needs = {dep: self.values[dep] for dep in node.needs}
+                            fut: asyncio.Future[Any]
                             if impl.is_async:
                                 fut = asyncio.ensure_future(self._run_async(node_id, impl, needs))
                                 async_tasks.append(fut)
@@ -413,7 +414,7 @@ class Runner:
         """The canonical ``{task: declared version}`` map a run of ``kind`` records."""
         return dict(sorted(self._flows[kind].versions.items()))
 
-    def handlers(self) -> dict[str, FlowHandler]:
+    def handlers(self) -> dict[str, Callable[..., Any]]:
         """``{flow name: handler}``, to merge into any worker's handler map."""
         return {name: FlowHandler(b) for name, b in self._flows.items()}
 

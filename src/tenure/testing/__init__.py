@@ -176,12 +176,12 @@ class _InlineContext:
 def inline(app: Any) -> Iterator[list[EagerHandle]]:
     """Within the block, ``task.enqueue(...)`` runs the task immediately in this thread and
     answers an :class:`EagerHandle`. Answers the list of handles (one per call)."""
-    from ..app import Task
+    from ..app import Handle, Task
 
     calls: list[EagerHandle] = []
     original = Task.enqueue
 
-    def eager(self: Task, *args: Any, **kwargs: Any) -> EagerHandle:
+    def eager(self: Task, *args: Any, **kwargs: Any) -> Handle | EagerHandle:
         if self.app is not app:
             return original(self, *args, **kwargs)
         payload = self.signature.payload(args, kwargs)  # checked like a real enqueue (TN1002)
@@ -199,7 +199,8 @@ def inline(app: Any) -> Iterator[list[EagerHandle]]:
         calls.append(handle)
         return handle
 
-    Task.enqueue = eager  # type: ignore[method-assign]
+    # The patch answers an EagerHandle where enqueue answers a Handle: that is what inline() is for.
+    Task.enqueue = eager  # type: ignore[method-assign, assignment]
     try:
         yield calls
     finally:

@@ -114,7 +114,10 @@ class TenureBackend(BaseTaskBackend):
             if django_conn.in_atomic_block:
                 conn = django_conn  # the outbox: commit and roll back with transaction.atomic()
         job_id = self.store.jobs.enqueue(task.module_path, payload, conn=conn, **options)
-        return self._result(task, self.store.jobs.get(job_id) if conn is None else None, job_id, args, kwargs)
+        # job_id is None only when the job it collided with was swept in between (queues.insert);
+        # get() then refuses it (InvalidType), as it always has.
+        job = self.store.jobs.get(job_id) if conn is None else None  # type: ignore[arg-type]
+        return self._result(task, job, job_id, args, kwargs)
 
     def get_result(self, result_id: str) -> TaskResult:
         job = self.store.jobs.get(result_id)
@@ -123,7 +126,7 @@ class TenureBackend(BaseTaskBackend):
         task = _import_task(job.kind)
         return self._result(task, job, job.id, job.payload.get("args", []), job.payload.get("kwargs", {}))
 
-    def _result(self, task: Task, job: Job | None, job_id: str, args, kwargs) -> TaskResult:
+    def _result(self, task: Task, job: Job | None, job_id: str | None, args, kwargs) -> TaskResult:
         def ts(ms: int | None):
             if ms is None:
                 return None

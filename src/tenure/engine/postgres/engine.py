@@ -188,7 +188,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                                             _claim_params(kinds, queues, owner, lease_ms, now, limit, instance))
             done = set() if done_cur is None else {r[0] for r in done_cur.fetchall()}
             limits = limits_cur.fetchall()
-            conn._tenure_limited = frozenset(lim[0] for lim in limits)  # type: ignore[attr-defined]
+            conn._tenure_limited = frozenset(lim[0] for lim in limits)
             spent: list[str] = []
             rows: list[JobRow] = [] if main_cur is None else _split_spent(main_cur.fetchall(), spent)
             if queues is not None:
@@ -516,7 +516,8 @@ class PostgresWatcher(Watcher):
         try:
             conn.add_notify_handler(self._on_notify)
             if self._schema is None:
-                self._schema = conn.execute(Q.CURRENT_SCHEMA).fetchone()[0]
+                # A SELECT without FROM answers exactly one row.
+                self._schema = conn.execute(Q.CURRENT_SCHEMA).fetchone()[0]  # type: ignore[index]
             conn.execute(Q.LISTEN if self._channel == Q.CHANNEL else f"LISTEN {self._channel}")
         except BaseException:
             conn.close()
@@ -728,7 +729,8 @@ class PostgresEngine(Engine):
         migrations = load_migrations(__package__)
         latest = migrations[-1].version
         wanted = {m.version for m in migrations}
-        if conn.execute(Q.MIGRATIONS_TABLE_EXISTS, {"schema": self.schema}).fetchone()[0]:
+        # SELECT EXISTS (...) answers exactly one row.
+        if conn.execute(Q.MIGRATIONS_TABLE_EXISTS, {"schema": self.schema}).fetchone()[0]:  # type: ignore[index]
             applied = {r[0] for r in conn.execute(Q.APPLIED_VERSIONS)}
             self._refuse_newer(applied, latest)
             if applied >= wanted:
@@ -877,7 +879,8 @@ class PostgresEngine(Engine):
             raise InvalidType(f"conn= must be a psycopg.Connection on a PostgreSQL store, got "
                               f"{type(connection).__name__}")
         if self.schema is not None:
-            current = connection.execute(Q.CURRENT_SCHEMA).fetchone()[0]
+            # A SELECT without FROM answers exactly one row.
+            current = connection.execute(Q.CURRENT_SCHEMA).fetchone()[0]  # type: ignore[index]
             if current != self.schema:
                 raise InvalidArgument(
                     f"conn= resolves tables in schema {current!r} but this store's tables are in "

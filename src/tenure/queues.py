@@ -308,6 +308,13 @@ class Queues:
         a retry still could not insert (a race lost three times over)."""
         if not jobs:
             return []
+        if len(jobs) == 1 and session.resolves_queue_defaults and not getattr(jobs[0], "debounce_ms", None):
+            # One round trip: the defaults are resolved inside the INSERT. Only a row it did not
+            # write (an existing id, a uniqueness duplicate: rare) takes the full path below,
+            # which resolves again and answers the id it collided with.
+            jid = session.job_insert_resolved(jobs[0], getattr(jobs[0], "retention_ms", None), now)
+            if jid is not None:
+                return [jid]
         if not self._resolve(session, jobs, now):
             return [jid for jid, _ in session.job_insert(jobs, now)]
         if len(jobs) == 1:  # one insert (and, for a duplicate, reads): no transaction to pay for

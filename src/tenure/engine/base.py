@@ -138,6 +138,20 @@ class Session(abc.ABC):
         """Insert jobs; an existing id (or a unique-policy duplicate) changes nothing.
         Answers ``(id, inserted)`` per input, where a duplicate answers the EXISTING id."""
 
+    #: True when :meth:`job_insert_resolved` resolves queue defaults inside its INSERT (one
+    #: round trip). Engines without it (SQLite: an in-process call costs microseconds) keep the
+    #: registry read + INSERT path.
+    resolves_queue_defaults: bool = False
+
+    def job_insert_resolved(self, job: NewJob, retention_ms: int | None, now: int | None) -> str | None:
+        """Insert ONE job with its queue's registry defaults resolved in the same statement, exactly
+        as :meth:`tenure.queues.QueueRegistry.insert` would resolve them (job option, then queue
+        default, then built-in; the queue's policy and queue-wide key; retention into
+        ``keep_until``; ``singleton_on`` rounded on the statement's clock). ``job`` is not
+        modified. Answers the id when the row was written, None when it was not (an existing id
+        or a uniqueness duplicate: the caller then takes the full path, which answers it)."""
+        raise NotImplementedError
+
     @abc.abstractmethod
     def job_get(self, job_id: str) -> JobRow | None:
         """The row (with its token) or None."""

@@ -146,6 +146,15 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
                 out.append((row[0] if row else j.id, False))
         return out
 
+    resolves_queue_defaults = True
+
+    def job_insert_resolved(self, job: NewJob, retention_ms: int | None, now: int | None) -> str | None:
+        params = new_job_params(job, now)
+        params["retention_ms"] = retention_ms
+        params["default_max_attempts"] = DEFAULT_MAX_ATTEMPTS
+        row = self._conn.execute(Q.INSERT_RESOLVED, params).fetchone()
+        return None if row is None else row[0]
+
     def job_get(self, job_id: str) -> JobRow | None:
         return self._conn.execute(Q.GET, {"id": job_id}).fetchone()
 

@@ -188,6 +188,44 @@ ON CONFLICT DO NOTHING
 RETURNING id
 """
 
+# INSERT with the queue's defaults resolved IN the statement (issue 26: one round trip per
+# enqueue instead of a registry read and then the INSERT). Each column follows exactly the order of
+# QueueRegistry._resolve: the job's own option, else the queue's default, else the built-in; a
+# non-standard queue policy sets the policy and the queue-wide key ''; ``keep_until`` from the
+# job's or the queue's retention; ``singleton_on`` rounded down on this statement's clock. The
+# queue row is read in the INSERT's own snapshot, so a queue update committed by any process
+# before this statement starts takes effect here (nothing is cached).
+INSERT_RESOLVED = f"""
+WITH {CLOCK},
+r AS (
+  SELECT c.ms, coalesce(%(run_at)s::bigint, c.ms + %(delay_ms)s::bigint) AS run_at,
+    q.policy IS NOT NULL AND q.policy <> 'standard' AS queue_policy, q.policy AS q_policy,
+    coalesce(%(retention_ms)s::bigint, q.retention_ms) AS retention,
+    q.max_attempts AS q_max_attempts, q.retry_delay_ms AS q_retry_delay_ms, q.retry_backoff AS q_retry_backoff,
+    q.retry_delay_max_ms AS q_retry_delay_max_ms, q.timeout_ms AS q_timeout_ms,
+    q.delete_after_ms AS q_delete_after_ms, q.dead_letter AS q_dead_letter
+  FROM clock c LEFT JOIN tenure_queues q ON q.name = %(queue)s::text)
+INSERT INTO tenure_jobs ({_INSERT_COLUMNS})
+SELECT %(id)s::text, %(kind)s::text, %(payload)s::text, 'pending', r.run_at, 0,
+  coalesce(nullif(%(max_attempts)s::int, 0), nullif(r.q_max_attempts, 0), %(default_max_attempts)s::int), 0,
+  r.ms, r.ms, %(queue)s::text, %(priority)s::int, coalesce(%(timeout_ms)s::bigint, r.q_timeout_ms),
+  CASE WHEN r.queue_policy THEN coalesce(%(singleton_key)s::text, '') ELSE %(singleton_key)s::text END,
+  CASE WHEN coalesce(%(singleton_on)s::bigint, 0) <> 0
+       THEN r.ms - r.ms %% %(singleton_on)s::bigint ELSE %(singleton_on)s::bigint END,
+  CASE WHEN r.queue_policy THEN r.q_policy ELSE %(policy)s::text END, %(group_key)s::text,
+  coalesce(%(dead_letter)s::text,
+           CASE WHEN r.q_dead_letter IS DISTINCT FROM %(queue)s::text THEN r.q_dead_letter END),
+  %(origin_id)s::text, coalesce(%(retry_delay_ms)s::bigint, r.q_retry_delay_ms),
+  coalesce(%(retry_backoff)s::int, (r.q_retry_backoff <> 0)::int),
+  coalesce(%(retry_delay_max_ms)s::bigint, r.q_retry_delay_max_ms),
+  CASE WHEN r.retention IS NOT NULL THEN r.run_at + r.retention ELSE %(keep_until)s::bigint END,
+  coalesce(%(delete_after_ms)s::bigint, r.q_delete_after_ms), %(last_error)s::text, %(headers)s::text,
+  %(tags)s::text, %(meta)s::text
+FROM r
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+
 # Many rows in one statement, handed over as ONE jsonb array of per-row arrays (columns in
 # INSERT_MANY_COLUMNS order): json.dumps is C, so the client spends ~8x less CPU than building and
 # dumping 21 typed arrays, and the server unpacks jsonb cheaply. Rows go in input order, so of two

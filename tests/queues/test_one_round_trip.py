@@ -56,14 +56,28 @@ def test_a_queue_updated_in_another_process_takes_effect_on_the_next_enqueue(sto
 
 
 def test_one_enqueue_resolves_every_default_and_policy_as_the_registry_does(store, clock):
-    store.queues.create("q", max_attempts=3, timeout=30, retry_delay=4, retry_backoff=True, retry_delay_max=9,
-                        retention=60, delete_after=120, dead_letter="q.dlq")
+    store.queues.create(
+        "q",
+        max_attempts=3,
+        timeout=30,
+        retry_delay=4,
+        retry_backoff=True,
+        retry_delay_max=9,
+        retention=60,
+        delete_after=120,
+        dead_letter="q.dlq",
+    )
     one = store.jobs.enqueue("k", None, queue="q", delay=10, tags=["a"], meta={"m": 1}, priority=4)
-    (many,) = store.jobs.enqueue_many([{"kind": "k", "queue": "q", "delay": 10, "tags": ["a"],
-                                        "meta": {"m": 1}, "priority": 4}])
-    cols = ("max_attempts, timeout_ms, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, "
-            "delete_after_ms, dead_letter, policy, singleton_key, singleton_on, priority, tags, meta, run_at")
-    assert [column(store, one, c) for c in cols.split(", ")] == [column(store, many, c) for c in cols.split(", ")]
+    (many,) = store.jobs.enqueue_many(
+        [{"kind": "k", "queue": "q", "delay": 10, "tags": ["a"], "meta": {"m": 1}, "priority": 4}]
+    )
+    cols = (
+        "max_attempts, timeout_ms, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, "
+        "delete_after_ms, dead_letter, policy, singleton_key, singleton_on, priority, tags, meta, run_at"
+    )
+    assert [column(store, one, c) for c in cols.split(", ")] == [
+        column(store, many, c) for c in cols.split(", ")
+    ]
     assert column(store, one, "keep_until") == clock() + 70_000
     assert (column(store, one, "retry_backoff"), column(store, one, "max_attempts")) == (1, 3)
 

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import InvalidType
+from .task_values import codecs_of, convert
 
 #: The keys of the stored call envelope.
 ENVELOPE_KEYS = frozenset({"args", "kwargs"})
@@ -80,6 +81,8 @@ class TaskSignature:
             if self.context is None
             else self.full.replace(parameters=[p for p in params if p is not self.context])
         )
+        #: Parameters whose values are stored as JSON text and decoded back (datetime, Decimal, ...).
+        self.codecs = codecs_of(self.callers)
 
     def payload(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The stored call for ``task.enqueue(*args, **kwargs)``, or :class:`InvalidType` (TN1002)
@@ -105,7 +108,8 @@ class TaskSignature:
                 f"task {self.task_name!r} cannot take these arguments: {exc} (its signature: {self.callers})",
                 task=self.task_name,
             ) from None
-        return {"args": list(args), "kwargs": dict(kwargs)}
+        stored_args, stored_kwargs = convert(self.callers, self.codecs, list(args), dict(kwargs), encode=True)
+        return {"args": stored_args, "kwargs": stored_kwargs}
 
     def _unknown_keywords(self, kwargs: dict[str, Any]) -> str:
         """The first keyword no parameter takes, with the nearest name (a typo is named before
@@ -127,7 +131,7 @@ class TaskSignature:
     def call(self, payload: Any, ctx: Any) -> tuple[list[Any], dict[str, Any]]:
         """``(args, kwargs)`` to call the function with for a stored ``payload`` (module rules
         above), the job context ``ctx`` put in its parameter."""
-        args, kwargs = split_payload(payload)
+        args, kwargs = convert(self.callers, self.codecs, *split_payload(payload), encode=False)
         if self.context is None:
             return args, kwargs
         bound = self.callers.bind(*args, **kwargs)  # a TypeError here fails the attempt, as a call would
@@ -176,4 +180,11 @@ def checked_payload(app: Any, kind: str, payload: Any) -> dict[str, Any]:
             task=kind,
         )
     args, kwargs = split_payload(payload)
-    return task.signature.payload(tuple(args), kwargs)
+    stored = task.signature.payload(tuple(args), kwargs)
+    try:  # a datetime/Decimal/UUID/Enum parameter given as text must parse (task_values)
+        convert(task.signature.callers, task.signature.codecs, stored["args"], stored["kwargs"], encode=False)
+    except (ValueError, ArithmeticError) as exc:
+        raise InvalidType(
+            f"task {kind!r}: an argument does not parse as its annotated type: {exc}", task=kind
+        ) from None
+    return stored

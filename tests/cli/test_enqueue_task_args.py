@@ -11,6 +11,8 @@ import pytest
 
 APP_MODULE = """
 import os
+from datetime import datetime
+
 import tenure
 
 app = tenure.App(os.environ["APP_URL"])
@@ -19,6 +21,11 @@ app = tenure.App(os.environ["APP_URL"])
 @app.task(name="mail.send")
 def send_email(to: str, subject: str = "") -> list:
     return [to, subject]
+
+
+@app.task(name="mail.later")
+def send_later(to: str, at: datetime) -> str:
+    return at.isoformat()
 """
 
 
@@ -62,6 +69,7 @@ def test_a_plain_object_is_checked_and_stored_as_keyword_arguments(app_cli, cli_
         ("mail.send", '{"args": ["a", "b", "c"]}', "too many positional"),
         ("mail.send", '{"args": "a@b"}', "takes a JSON array"),
         ("mail.sned", '{"to": "a@b"}', "no task 'mail.sned' (did you mean 'mail.send'?)"),
+        ("mail.later", '{"to": "a@b", "at": "soon"}', "does not parse as its annotated type"),
     ],
 )
 def test_a_mismatch_is_refused_with_the_code_and_nothing_is_written(app_cli, kind, payload, says):

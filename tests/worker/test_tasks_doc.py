@@ -23,7 +23,7 @@ def test_every_snippet_of_docs_tasks_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "mailapp", raising=False)
     python, shell = _blocks("python"), _blocks("shell")
-    assert len(python) == 3 and len(shell) == 1
+    assert len(python) == 4 and len(shell) == 1
     namespace: dict = {}
     try:
         for n, block in enumerate(python, 1):
@@ -36,8 +36,12 @@ def test_every_snippet_of_docs_tasks_runs(tmp_path, monkeypatch, capsys):
         assert "[TN1002] task 'mail.send' has no parameter 'too' (did you mean 'to'?)" in printed
         assert "sent to ops@example.com: hi" in printed
         assert "'job' is the job context" in printed and "video 7, attempt 1" in printed
+        assert (
+            "['00000000-0000-0000-0000-000000000007', '9.98', 'pro', '2026-12-03T00:00:00+00:00']" in printed
+        )
+        assert "UUID 9.99 PRO 2026" in printed
     finally:
-        for app in (namespace.get("app"), namespace.get("ctx_app")):
+        for app in (namespace.get("app"), namespace.get("ctx_app"), namespace.get("billing")):
             if app is not None:
                 app.store.close()
         sys.modules.pop("mailapp", None)

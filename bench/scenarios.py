@@ -195,7 +195,8 @@ def drain_once(target: Target, prepared: Prepared, n: int, concurrency: int) -> 
         finally:
             store.close()
         with target.connect(url) as raw:
-            ver = verify_store(raw, done=n, handled_ids=rec.ids, enqueued_ids=ids)
+            ver = verify_store(raw, done=n, handled_ids=rec.ids, enqueued_ids=ids,
+                               released=stats.get("claims_released", 0))
         ver.check("drained_before_timeout", ok, True)
     finally:
         target.discard(url)

@@ -19,10 +19,12 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 #: The bench's own verification query (not an engine statement): one row per state with the
-#: row count, distinct ids, and the attempts / lease_generation range.
+#: row count, distinct ids, the attempts / lease_generation range, and the generations spent by no
+#: attempt (leases given back after a lost claim, see :func:`verify_store`).
 VERIFY_SQL = (
     "SELECT state, count(*), count(DISTINCT id), min(attempts), max(attempts), "
-    "min(lease_generation), max(lease_generation) FROM tenure_jobs GROUP BY state"
+    "min(lease_generation), max(lease_generation), sum(lease_generation - attempts) "
+    "FROM tenure_jobs GROUP BY state"
 )
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/tenure_bench"
@@ -67,11 +69,17 @@ class Verification:
 
 
 def verify_store(raw: Any, *, done: int = 0, pending: int = 0, handled_ids: list[str] | None = None,
-                 enqueued_ids: Iterable[str] | None = None) -> Verification:
+                 enqueued_ids: Iterable[str] | None = None, released: int = 0) -> Verification:
     """Every job done exactly once: ``done`` rows in state done, each claimed exactly once
     (attempts = lease_generation = 1), ``pending`` rows never claimed (attempts = 0), and no row
     in any other state (none stuck leased, none failed). With ``handled_ids`` (the ids the handler
-    saw, in order), each must appear once and they must be the done rows' ids."""
+    saw, in order), each must appear once and they must be the done rows' ids.
+
+    ``released``: leases the worker gave back after a claim whose answer was lost (its
+    ``claims_released`` stat; a connection broke mid-claim). Each such job ran once, with its
+    attempt given back, but its lease generation stays spent (the fence never reuses one), so with
+    ``released`` > 0 the done rows' generations may exceed 1, by at least ``released`` in all
+    (more when a release's own answer was lost); attempts must still be exactly 1."""
     ver = Verification()
     rows = {r[0]: r[1:] for r in raw.execute(VERIFY_SQL).fetchall()}
     states = {s: int(r[0]) for s, r in rows.items()}
@@ -79,10 +87,15 @@ def verify_store(raw: Any, *, done: int = 0, pending: int = 0, handled_ids: list
     ver.check("rows_per_state", states, expected_states)
     for state, attempts in (("done", 1), ("pending", 0)):
         if state in rows:
-            n, distinct, amin, amax, gmin, gmax = rows[state]
+            n, distinct, amin, amax, gmin, gmax, excess = rows[state]
             ver.check(f"{state}_distinct_ids", int(distinct), int(n))
             ver.check(f"{state}_attempts_range", [int(amin), int(amax)], [attempts, attempts])
-            ver.check(f"{state}_generation_range", [int(gmin), int(gmax)], [attempts, attempts])
+            if state == "done" and released:
+                ver.check("done_generation_min", int(gmin), attempts)
+                ver.check("done_generations_spent_by_released_claims", int(excess) >= released, True)
+                ver.checks["released_claims"] = released
+            else:
+                ver.check(f"{state}_generation_range", [int(gmin), int(gmax)], [attempts, attempts])
     if handled_ids is not None:
         ver.check("handler_calls", len(handled_ids), done)
         ver.check("handler_distinct_ids", len(set(handled_ids)), done)

@@ -59,3 +59,32 @@ def test_a_second_postgres_run_on_the_same_database_is_refused() -> None:
     finally:
         first.close()
     PostgresTarget(url).close()  # free again once the first run is over
+
+
+def test_a_lease_given_back_after_a_lost_claim_verifies_only_when_reported(target: Target) -> None:
+    """A worker whose claim's answer was lost gives the lease back (pending again, the attempt
+    given back, the generation spent): the job then runs once, at attempt 1, generation 2. That is
+    exactly-once when the worker reported the release, and a failure when it did not."""
+    import tenure
+
+    url = target.fresh_url("released")
+    try:
+        with tenure.connect(url) as store:
+            jobs = store.jobs
+            ids = [jobs.enqueue("noop", {"i": i}) for i in range(3)]
+            jobs.claim_many("noop", owner="w", limit=1, instance="lost-answer")  # the answer "was lost"
+            assert len(jobs.release_lost_claims("lost-answer")) == 1
+            handled = []
+            while claims := jobs.claim_many("noop", owner="w", limit=10):
+                handled += [c.job.id for c in claims]
+                assert jobs.complete_many([(c.lease, None) for c in claims]) == [None] * len(claims)
+        with target.connect(url) as raw:
+            reported = verify_store(raw, done=3, handled_ids=handled, enqueued_ids=ids, released=1)
+            unreported = verify_store(raw, done=3, handled_ids=handled, enqueued_ids=ids)
+            twice = verify_store(raw, done=3, handled_ids=handled + handled[:1], enqueued_ids=ids, released=1)
+    finally:
+        target.discard(url)
+    assert reported.ok, reported.failures
+    assert reported.checks["done_attempts_range"] == [1, 1]
+    assert not unreported.ok and any("done_generation_range" in f for f in unreported.failures)
+    assert not twice.ok and any("handler_calls" in f for f in twice.failures)

@@ -25,13 +25,15 @@ the loop (the store has one connection); on PostgreSQL it simply opens its own.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import _validate as v
 from .errors import FENCE_CODES, LeaseNotHeld, NestedRootCall, OperationWithdrawn, TenureError
 from .jobs import Transaction, refusal
 
 if TYPE_CHECKING:
+    from .engine.base import Session
     from .worker import Attempt
 
 _UNSET = object()
@@ -51,7 +53,7 @@ class HandlerTransaction(Transaction):
 class _HandlerTxScope:
     def __init__(self, attempt: Attempt) -> None:
         self._attempt = attempt
-        self._cm = None
+        self._cm: AbstractContextManager[Session] | None = None
         self._tx: HandlerTransaction | None = None
         self._opened: int | None = None
 
@@ -107,8 +109,9 @@ class _HandlerTxScope:
         store._local.tx = self._tx
         return self._tx
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         a, tx, cm = self._attempt, self._tx, self._cm
+        assert tx is not None and cm is not None  # set by __enter__, which returned
         store = a.worker.store
         try:
             store._local.tx = None

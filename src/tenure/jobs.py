@@ -112,6 +112,7 @@ def row_to_claim(r: JobRow) -> Claim:
                 f"{type(exc).__name__}: {_sanitize.message(exc)}"
             raise UnreadableJob(f"job {r[0]!r} cannot be decoded ({why}); it was settled dead without "
                                 "running", job_id=r[0]) from exc
+    assert job.lease_owner is not None and job.lease_until is not None  # a claimed row is leased
     return Claim(job, Lease(job.id, r[TOKEN_INDEX], job.lease_generation, job.attempts, job.lease_owner,
                             job.lease_until), bool(r[RECLAIMED_INDEX]))
 
@@ -340,6 +341,7 @@ class _JobsBase:
         v.key(group_key, "group_key")
         singleton_ms = v.duration_ms(singleton_for, "singleton_for", seconds=True, positive=True)
         tags_text, meta_text = v.tags(tags), v.meta(meta)
+        store_options: dict[str, Any] | None = None
         if options:
             store_options = store.queues.job_options(options) if hasattr(store, "queues") else None
             if store_options is None:
@@ -351,7 +353,7 @@ class _JobsBase:
             if singleton_key is None:
                 new.singleton_key = ""
             new.singleton_on = singleton_ms  # resolved to a bucket against the clock at insert
-        if options:
+        if store_options is not None:  # given exactly when options were
             new = store.queues.apply_job_options(new, store_options)
         new.headers = enqueue_headers(kind, queue)
         return new
@@ -680,8 +682,12 @@ class Jobs(_JobsBase):
             items = [(lease, (error, d)) for (lease, error), d in zip(items, details, strict=True)]
         items, where = _first_of_each(items)
         store = self._store
-        base = DEFAULT_BACKOFF_BASE_MS if backoff_base_ms is None else v.backoff_ms(backoff_base_ms, "backoff_base_ms")
-        cap = DEFAULT_BACKOFF_CAP_MS if backoff_cap_ms is None else v.backoff_ms(backoff_cap_ms, "backoff_cap_ms")
+        base = v.backoff_ms(backoff_base_ms, "backoff_base_ms")  # None only when given None
+        if base is None:
+            base = DEFAULT_BACKOFF_BASE_MS
+        cap = v.backoff_ms(backoff_cap_ms, "backoff_cap_ms")
+        if cap is None:
+            cap = DEFAULT_BACKOFF_CAP_MS
         batch = []
         now = store._now()
         for lease, error in items:
@@ -739,7 +745,11 @@ class Jobs(_JobsBase):
                     continue
                 current = s.job_get(lease.job_id)
                 err = refusal(current, lease, store._now_or(s, now), "fail")
-                out.append(row_to_job(current) if err is None else err)
+                if err is None:
+                    assert current is not None  # refusal() refuses a missing job
+                    out.append(row_to_job(current))
+                else:
+                    out.append(err)
         return out
 
     def snooze(self, lease: Lease, delay: Any = 0) -> Job:

@@ -11,6 +11,7 @@ dead-letter copy, for a redrive, and for a publish.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -209,6 +210,7 @@ class Queues:
         if outcome == "missing":
             raise QueueNotFound(f"no queue named {name!r} (queues.create makes one; enqueue does too)",
                                 queue=name)
+        assert row is not None  # "ok" and "busy" answer the queue's row
         if outcome == "busy":
             raise QueueNotEmpty(
                 f"queue {name!r} holds live jobs under policy {row[1]!r}: its policy can change only while "
@@ -301,7 +303,9 @@ class Queues:
                 job.singleton_key = ""
         return job
 
-    def insert(self, session: Session, jobs: list[NewJob], now: int | None) -> list[str | None]:
+    def insert(
+        self, session: Session, jobs: builtins.list[NewJob], now: int | None
+    ) -> builtins.list[str | None]:
         """Resolve each job's options (job option -> queue default -> built-in) and insert them;
         answers one id per job. A duplicate under a uniqueness rule answers the id of the job it
         collided with (a debounced one, the job it updated); None only if that job settled and
@@ -329,9 +333,10 @@ class Queues:
         clock: list[int | None] = [now]
 
         def current() -> int:
-            if clock[0] is None:
-                clock[0] = session.now_ms()
-            return clock[0]
+            t = clock[0]
+            if t is None:
+                t = clock[0] = session.now_ms()
+            return t
 
         keyed = False
         for j in jobs:
@@ -369,15 +374,18 @@ class Queues:
                 keyed = True
         return keyed
 
-    def _insert_unique(self, session: Session, jobs: list[NewJob], now: int | None) -> list[str | None]:
+    def _insert_unique(
+        self, session: Session, jobs: builtins.list[NewJob], now: int | None
+    ) -> builtins.list[str | None]:
         plain = [j for j in jobs if not getattr(j, "debounce_ms", None)]
         answers: dict[int, str | None] = {}
         if plain:
             for j, (jid, inserted) in zip(plain, session.job_insert(plain, now), strict=True):
                 answers[id(j)] = jid if inserted or j.singleton_key is None else self._duplicate(session, j, now)
         for j in jobs:
-            if getattr(j, "debounce_ms", None):
-                answers[id(j)] = self._debounce(session, j, now)
+            debounce_ms = getattr(j, "debounce_ms", None)  # a QueuedJob's (apply_job_options)
+            if debounce_ms:
+                answers[id(j)] = self._debounce(session, j, debounce_ms, now)
         return [answers[id(j)] for j in jobs]
 
     def _duplicate(self, session: Session, j: NewJob, now: int | None) -> str | None:
@@ -394,10 +402,10 @@ class Queues:
                 return jid
         return None
 
-    def _debounce(self, session: Session, j: NewJob, now: int | None) -> str | None:
+    def _debounce(self, session: Session, j: NewJob, debounce_ms: int, now: int | None) -> str | None:
         """Update the pending debounced job of j's (queue, kind, key), or insert j."""
         for _ in range(_DUPLICATE_RETRIES):
-            got = session.queue_debounce(j, j.debounce_ms, now)
+            got = session.queue_debounce(j, debounce_ms, now)
             if got is not None:
                 return got[0]
             if session.job_get(j.id) is not None:
@@ -409,7 +417,7 @@ class Queues:
         return session.queue_find_duplicate(j, True)
 
     # -- dead letters ---------------------------------------------------------------------------
-    def dead_letter(self, session: Session, rows: list[JobRow], now: int | None) -> None:
+    def dead_letter(self, session: Session, rows: builtins.list[JobRow], now: int | None) -> None:
         """Copy the newly dead ``rows`` that name a dead-letter queue into it, in the caller's
         transaction: same kind, payload, priority and keys, ``last_error`` kept, ``origin_id`` the
         dead job's id; attempts and retry settings from the dead-letter queue's defaults."""
@@ -472,14 +480,16 @@ class Queues:
         with self._store._session() as s:
             return s.subscription_remove(event, queue)
 
-    def subscriptions(self, event: str | None = None) -> list[tuple[str, str]]:
+    def subscriptions(self, event: str | None = None) -> builtins.list[tuple[str, str]]:
         """``(event, queue)`` pairs, by event then queue (only ``event``'s when given)."""
         if event is not None:
             v.name(event, "event")
         with self._store._session() as s:
-            return [tuple(r) for r in s.subscription_list(event)]
+            return [(r[0], r[1]) for r in s.subscription_list(event)]
 
-    def publish(self, event: str, payload: Any = None, *, conn: Any = None, **options: Any) -> list[str | None]:
+    def publish(
+        self, event: str, payload: Any = None, *, conn: Any = None, **options: Any
+    ) -> builtins.list[str | None]:
         """Enqueue one job of kind ``event`` with ``payload`` on every queue subscribed to
         ``event``, in one transaction; answers the ids in queue-name order ([] when nothing is
         subscribed). ``options`` are ``jobs.enqueue``'s (each queue's defaults still apply);

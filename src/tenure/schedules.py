@@ -142,6 +142,7 @@ class Schedules:
             got = s.schedule_upsert(row, now)
             if got is None:
                 got = s.schedule_get(row["name"], row["key"])
+        assert got is not None  # the upsert changed nothing: the schedule is there as given
         return _row_to_schedule(got)
 
     def _validate(self, name, cron, kind, payload, tz, queue, key, options, catch_up) -> tuple[dict, Cron]:

@@ -280,6 +280,11 @@ class Session(abc.ABC):
         """The registry row of queue ``name``, or None."""
 
     @abc.abstractmethod
+    def queue_lock_dead_letters(self) -> None:
+        """Serialise changes to the dead-letter graph until the caller's transaction ends, so two
+        concurrent updates cannot each close half of a cycle."""
+
+    @abc.abstractmethod
     def queue_list(self) -> list[tuple]:
         """Every registry row, by name."""
 

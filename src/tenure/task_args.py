@@ -74,7 +74,8 @@ class TaskSignature:
             if p.name == "ctx" and p.kind in plain and p.annotation is inspect.Parameter.empty
         ]
         #: The parameter the worker fills with the job context (None: the function takes none).
-        self.context: inspect.Parameter | None = (typed or legacy or [None])[0]
+        candidates = typed or legacy
+        self.context: inspect.Parameter | None = candidates[0] if candidates else None
         #: What callers must match: the function's signature without the context parameter.
         self.callers = (
             self.full
@@ -141,7 +142,7 @@ class TaskSignature:
                 arguments[name] = ctx
             elif name in bound.arguments:
                 arguments[name] = bound.arguments[name]
-        full = inspect.BoundArguments(self.full, arguments)  # type: ignore[arg-type]
+        full = inspect.BoundArguments(self.full, arguments)
         return list(full.args), full.kwargs
 
 

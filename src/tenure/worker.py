@@ -65,6 +65,7 @@ from .worker_health import (
 )
 
 if TYPE_CHECKING:
+    from .maintenance import Maintainer
     from .store import Store
 
 log = logging.getLogger("tenure.worker")
@@ -461,7 +462,7 @@ class Worker:
         self.zombie_grace = self.stop_grace if zombie_grace is None else zombie_grace
         #: Set once ``max_jobs`` attempts have settled (never set without ``max_jobs``).
         self.exhausted = threading.Event()
-        self._maintainer = None
+        self._maintainer: Maintainer | None = None
         self._async = {k: _is_async(fn) for k, fn in self.handlers.items()}
         self._lock = threading.Lock()
         self._stop_lock = threading.Lock()
@@ -919,6 +920,7 @@ class Worker:
                 attempt.cancel(SHUTDOWN)
             if asyncs[attempt.job.kind]:
                 loop = self._loop
+                assert loop is not None  # started with the worker when any handler is async
                 attempt.loop = loop
                 asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
             else:
@@ -948,9 +950,10 @@ class Worker:
                 self._finish(attempt, True, result)
 
     async def _run_async(self, attempt: Attempt) -> None:
-        attempt.task = asyncio.current_task()
+        task = attempt.task = asyncio.current_task()
+        assert task is not None  # this coroutine runs as a task
         if attempt.cancelled.is_set() and attempt.cancelled.reason is SHUTDOWN:
-            attempt.task.cancel()
+            task.cancel()
         try:
             with run_span(attempt.job, attempt.lease.attempt):
                 result = await attempt.handler(attempt.job.payload, attempt.ctx)
@@ -1223,13 +1226,13 @@ class Worker:
             if outcome == "failed" and attempt.timed_out:
                 self._count("timeouts")
             self._outcome(attempt, outcome, code=code, reason=reason, error=error)
-        elif getattr(err, "code", None) in FENCE_CODES:
+        elif (fence_code := getattr(err, "code", None)) in FENCE_CODES:
             if attempt.operator_cancelled:
                 self._count("cancellations")
-                self._outcome(attempt, "cancelled", code=err.code, reason=str(err))
+                self._outcome(attempt, "cancelled", code=fence_code, reason=str(err))
             else:
                 self._count("lost_settlements")
-                self._outcome(attempt, "lost", code=err.code, reason=str(err))
+                self._outcome(attempt, "lost", code=fence_code, reason=str(err))
         else:
             # Storage failure at settlement: nothing landed; the lease expires and the job is
             # reclaimed (at-least-once). Reported as lost, with the storage code.
@@ -1322,8 +1325,10 @@ class Worker:
             reason = attempt.cancelled.reason
             self._outcome(attempt, "cancelled", code=getattr(reason, "code", None), reason=str(reason))
         else:
+            lost = attempt.lost
+            assert lost is not None  # _settle ends an attempt unsettled only when lost or cancelled
             self._count("lost_settlements")
-            self._outcome(attempt, "lost", code=attempt.lost.code, reason=str(attempt.lost))
+            self._outcome(attempt, "lost", code=lost.code, reason=str(lost))
         self._release(attempt)
 
     # -- renewals and timeouts ---------------------------------------------------------------------
@@ -1421,6 +1426,7 @@ class Worker:
         until it returns, but its late result is ignored. With a handler transaction open, the
         transaction refuses to commit and the handler's return records the failure instead."""
         a.timed_out = True
+        assert a.timeout_ms is not None  # only an attempt with a deadline times out
         a.cancel(TimeoutReason(a.timeout_ms))
         if a.task is not None and a.loop is not None:
             a.loop.call_soon_threadsafe(a.task.cancel)

@@ -807,12 +807,12 @@ class PostgresEngine(Engine):
         ``StoreUnavailable``."""
         spec = deadline_spec()
         seconds = spec.seconds if spec is not None else (self.call_timeout if root else None)
-        watched = seconds is not None and seconds < math.inf
         pool = self._live()
         dog = self._watchdog
         # One watch for the whole block, from the wait for a connection to its return: the wait,
         # the check of a suspect connection and the call are all cut at the deadline.
-        with dog.watch(-1, seconds, spec and spec.group) if watched else nullcontext() as call:
+        watched = seconds is not None and seconds < math.inf
+        with dog.watch(-1, seconds, spec and spec.group) if seconds is not None and watched else nullcontext() as call:
             conn = self._getconn(pool, cancel, call)
             try:
                 started = time.monotonic()

@@ -375,7 +375,7 @@ def _claim_order(row: JobRow) -> tuple:
     return (-row[15], row[4], row[12], row[0])
 
 
-_CLAIM_CACHE: dict[tuple[int, bool, bool], str] = {}
+_CLAIM_CACHE: dict[tuple[int, bool, bool, bool], str] = {}
 _PAGE_CACHE: dict[tuple[bool, ...], str] = {}
 
 

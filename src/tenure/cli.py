@@ -24,7 +24,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import click
@@ -54,7 +54,7 @@ def _one_line(text: str) -> str:
     return " ".join(_scrub(str(text)).split())
 
 
-def _fail(message: str, code: int = EXIT_ERROR) -> None:
+def _fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     click.echo(f"tenure: {_one_line(message)}", err=True)
     sys.exit(code)
 
@@ -313,7 +313,7 @@ def demo(url: str | None, n_jobs: int, concurrency: int, as_json: bool) -> None:
     elapsed = time.perf_counter() - t1
     stats = worker.stats()
     final = jobs.counts()
-    sample = jobs.get(ids[13]) if len(ids) > 13 else None
+    sample = jobs.get(ids[13]) if len(ids) > 13 and ids[13] is not None else None  # plain jobs: never None
     if as_json:
         emit_json({"store": redact_url(url), "enqueued": len(ids), "seconds": round(elapsed, 3),
                    "completions": stats["completions"], "failures": stats["failures"], "counts": final})
@@ -357,6 +357,7 @@ def _instrument(app: Any, registry_box: list) -> None:
 
     workers: list = []
     registry, jm = build_registry(store=app.store, workers=lambda: workers, job_metrics=True)
+    assert jm is not None  # asked for with job_metrics=True
     registry_box.append(registry)
     handlers, create_worker = app.handlers, app.create_worker
 
@@ -931,7 +932,7 @@ def schedules() -> None:
 
 
 def _schedule_dict(s: Any) -> dict[str, Any]:
-    if dataclasses.is_dataclass(s):
+    if dataclasses.is_dataclass(s) and not isinstance(s, type):
         return dataclasses.asdict(s)
     if isinstance(s, dict):
         return dict(s)
@@ -956,7 +957,7 @@ def schedules_list(url: str | None, as_json: bool) -> None:
         click.echo("no schedules")
         return
     print_table(["name", "cron", "tz", "kind", "queue", "next fire (UTC)", "last fire (UTC)"],
-                [(s.get("name") + (f" #{s['key']}" if s.get("key") else ""), s.get("cron"), s.get("tz"),
+                [(s["name"] + (f" #{s['key']}" if s.get("key") else ""), s.get("cron"), s.get("tz"),
                   s.get("kind"), s.get("queue") or "",
                   fmt_ms(s.get("next_fire_at")), fmt_ms(s.get("last_fire_at"))) for s in items])
 

@@ -37,7 +37,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -190,7 +190,7 @@ class Dashboard:
     def page(self, request: Request, page: str, arg: str = "") -> Response:
         base = _base(request)
         token = request.cookies.get(CSRF_COOKIE)
-        if not self.csrf_valid(token):
+        if token is None or not self.csrf_valid(token):
             token = self.new_csrf()
         e = html.escape
         links = []
@@ -271,7 +271,7 @@ and in the <code>tenure</code> CLI.</p></noscript>
         if job is None:
             return _error(404, "not_found", f"no job {job_id!r} (swept, or never enqueued)")
         data = dataclasses.asdict(job)
-        timeline = [{"at": job.created_at, "what": "created"}, {"at": job.run_at, "what": "eligible to run (run_at)"}]
+        timeline: list[dict[str, Any]] = [{"at": job.created_at, "what": "created"}, {"at": job.run_at, "what": "eligible to run (run_at)"}]
         if job.lease_until is not None:
             timeline.append({"at": job.lease_until, "what": f"lease of generation {job.lease_generation} "
                                                             f"{'ends' if job.state == 'leased' else 'ended'}"})
@@ -305,7 +305,7 @@ and in the <code>tenure</code> CLI.</p></noscript>
             return _json({"available": False, "items": []})
         items = []
         for s in registry.list():
-            d = dataclasses.asdict(s) if dataclasses.is_dataclass(s) else dict(s)
+            d = dataclasses.asdict(s) if dataclasses.is_dataclass(s) and not isinstance(s, type) else dict(s)
             items.append(d)
         return _json({"available": True, "items": items, "now": self.insights.now_ms()})
 
@@ -427,7 +427,7 @@ class _Guard:
         if root and path.startswith(root):
             path = path[len(root):]
 
-        async def send_secured(message: dict) -> None:
+        async def send_secured(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 headers = [h for h in message.get("headers", [])
                            if h[0].lower() not in {k for k, _ in SECURITY_HEADERS}]

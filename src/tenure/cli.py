@@ -679,7 +679,10 @@ def jobs_show(job_id: str, url: str | None, as_json: bool) -> None:
               ("dead letter of", job.origin_id or ""), ("last error", job.last_error or ""),
               ("cancel requested", fmt_ms(job.cancel_requested_at) if job.cancel_requested_at else ""),
               ("tags", ", ".join(job.tags) if isinstance(job.tags, list) else "(cannot be decoded)"),
-              ("meta", json.dumps(job.meta, ensure_ascii=False, default=_jsonable) if job.meta else "")]
+              ("meta", json.dumps(job.meta, ensure_ascii=False, default=_jsonable) if job.meta else ""),
+              ("progress", "" if job.progress is None else
+               f"{job.progress.fraction * 100:.0f}% (attempt {job.progress.attempt}, {fmt_ms(job.progress.at)})"
+               + (f": {job.progress.note}" if job.progress.note else ""))]
     print_table(["field", "value"], fields)
     click.echo("payload:")
     click.echo(json.dumps(job.payload, indent=2, ensure_ascii=False, default=_jsonable))

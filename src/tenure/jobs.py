@@ -73,7 +73,7 @@ def _progress(text: str | None) -> Progress | None:
         return None
     try:
         d = _loads(text)
-        return Progress(float(d["fraction"]), d.get("note"), d.get("at"))
+        return Progress(float(d["fraction"]), d.get("note"), d.get("at"), d.get("attempt"))
     except Exception:  # noqa: BLE001 - foreign text in a report column
         return None
 
@@ -770,6 +770,22 @@ class Jobs(_JobsBase):
         if delay_ms == 0:
             store._wake_local()
         return row_to_job(row)
+
+    def progress(self, lease: Lease, fraction: float, note: str | None = None) -> None:
+        """Store the attempt's progress on its job (``Job.progress``): ``fraction`` in [0, 1],
+        an optional ``note``. Fenced like a settlement: a stale lease writes nothing and gets the
+        fence's refusal. Unthrottled; a handler calls ``ctx.progress`` (:mod:`tenure.progress`)."""
+        from .progress import check
+
+        lease = _check_lease(lease, "progress", ())
+        f, note = check(fraction, note)
+        store = self._store
+        with self._session() as s:
+            now = store._now()
+            if not s.job_progress(lease.job_id, lease.token, f, note, lease.attempt, now):
+                raise refusal(s.job_get(lease.job_id), lease, store._now_or(s, now), "report progress of") or \
+                    LeaseNotHeld(f"cannot report progress of job {lease.job_id!r}: the attempt already settled it",
+                                 job_id=lease.job_id)
 
     # -- administration (root only, §10) ------------------------------------------------------
     def counts(self) -> dict[str, int]:

@@ -12,11 +12,13 @@ SETTLED_STATES: tuple[str, ...] = ("done", "dead", "cancelled")
 @dataclass(frozen=True, slots=True)
 class Progress:
     """What an attempt last reported with ``ctx.progress(fraction, note=...)``: ``fraction`` in
-    [0, 1], an optional ``note``, and ``at`` (epoch ms, the store's clock) when it was written."""
+    [0, 1], an optional ``note``, ``at`` (epoch ms, the store's clock) when it was written, and the
+    ``attempt`` that wrote it."""
 
     fraction: float
     note: str | None = None
     at: int | None = None
+    attempt: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -219,7 +219,7 @@ class Attempt:
     __slots__ = ("worker", "job", "lease", "token", "handler", "cancelled", "started", "last_renew",
                  "deadline", "lost", "operator_cancelled", "timed_out", "finished", "detached",
                  "task", "loop", "settled", "settling", "settle_lock", "renew_failing", "timeout_ms",
-                 "credited", "__weakref__")
+                 "credited", "progress", "__weakref__")
 
     def __init__(self, worker: Worker, claim: Claim, handler: Callable[..., Any], timeout_ms: int | None):
         self.worker = worker
@@ -250,6 +250,7 @@ class Attempt:
         self.renew_failing = False
         # Its slot funds a claim made in the same transaction as its settlement (see _reserve).
         self.credited = False
+        self.progress: Any = None  # a tenure.progress.Throttle once the handler reports progress
 
     @property
     def ctx(self) -> JobContext:
@@ -330,6 +331,18 @@ class JobContext:
     @property
     def store(self) -> Store:
         return self._attempt.worker.store
+
+    def progress(self, fraction: float, note: str | None = None) -> bool:
+        """Report how far the job is: ``fraction`` in [0, 1], an optional ``note`` (at most 200
+        characters), stored on the job as ``Job.progress``. Throttled to one write per second
+        per attempt (True when written now); the last report is always written before the
+        attempt settles. Fenced: a stale attempt's write is refused (:mod:`tenure.progress`)."""
+        attempt = self._attempt
+        if attempt.progress is None:
+            from .progress import Throttle
+
+            attempt.progress = Throttle(attempt.worker.store, lambda: attempt.lease)
+        return attempt.progress.report(fraction, note)
 
     def transaction(self):
         """The handler transaction (exactly-once effects on the store's own database): the
@@ -966,6 +979,8 @@ class Worker:
         """The handler returned (ok) or raised: queue its settlement, unless it cannot settle.
         Never raises (it runs on a slot thread or the event loop)."""
         try:
+            if attempt.progress is not None and not attempt.detached:
+                attempt.progress.flush()  # the last report is stored before the attempt settles
             if attempt.detached:
                 return  # stop() gave up on it: write nothing, count nothing (6.26)
             with attempt.settle_lock:

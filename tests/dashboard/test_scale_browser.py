@@ -46,3 +46,28 @@ def test_bulk_cancel_asks_in_a_dialog_in_chromium(store_url, serve, browser):
     finally:
         ctx.close()
         store.close()
+
+
+def test_job_page_shows_progress_live_in_chromium(store_url, serve, browser):
+    store = tenure.connect(store_url)
+    job_id = store.jobs.enqueue("video.encode", {"id": 1})
+    claim = store.jobs.claim(["video.encode"], owner="encoder:1")
+    store.jobs.progress(claim.lease, 0.25, note="pass 1 of 4")
+    srv = serve(create_app(store, poll_ms=250))
+    ctx = browser.new_context(viewport={"width": 1360, "height": 900})
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{srv.url()}/jobs/{job_id}")
+        page.wait_for_selector("#job-progress")
+        assert "25% · pass 1 of 4 (attempt 1)" in page.inner_text("#job-progress-text")
+        store.jobs.progress(claim.lease, 0.75, note="pass 3 of 4")  # the page polls: it updates live
+        page.wait_for_function("document.querySelector('#job-progress-text').textContent.indexOf('75%') >= 0")
+        assert page.locator("#job-progress progress").get_attribute("value") == "0.75"
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "job-progress.png"), full_page=True)
+        assert errors == []
+    finally:
+        ctx.close()
+        store.close()

@@ -243,6 +243,11 @@ class Session(abc.ABC):
         """Keyset page by id ascending; ``tag`` keeps the jobs whose tags include it."""
 
     @abc.abstractmethod
+    def job_progress(self, job_id: str, token: str, fraction: float, note: str | None, attempt: int,
+                     now: int | None) -> bool:
+        """Fenced: store the attempt's progress report; False when the fence refuses."""
+
+    @abc.abstractmethod
     def job_match(self, *, filters: dict[str, Any], eligible: str, after: str | None, limit: int,
                   now: int | None) -> list[str]:
         """Up to ``limit`` ids by id ascending (past ``after``) of the jobs matching ``filters``

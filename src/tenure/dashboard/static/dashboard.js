@@ -363,7 +363,11 @@
           ["group key", j.group_key || ""], ["dead letter of", j.origin_id ? el("a", { href: jobHref(j.origin_id), text: j.origin_id }) : ""],
           ["cancel requested", j.cancel_requested_at ? fmtTime(j.cancel_requested_at) : ""],
           ["tags", Array.isArray(j.tags) ? j.tags.join(", ") : ""],
-          ["meta", j.meta && Object.keys(j.meta).length ? el("code", { text: JSON.stringify(j.meta) }) : ""]];
+          ["meta", j.meta && Object.keys(j.meta).length ? el("code", { text: JSON.stringify(j.meta) }) : ""],
+          ["progress", j.progress ? el("span", { id: "job-progress" },
+            el("progress", { max: "1", value: String(j.progress.fraction) }),
+            el("span", { id: "job-progress-text", text: " " + Math.round(j.progress.fraction * 100) + "%" +
+              (j.progress.note ? " · " + j.progress.note : "") + " (attempt " + j.progress.attempt + ")" })) : ""]];
         var attempts = (j.attempt_rows || []).map(function (a) {
           return el("tr", { "data-attempt": a.attempt, "data-outcome": a.outcome },
             el("td", { "class": "num", text: a.attempt }),

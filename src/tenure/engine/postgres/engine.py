@@ -329,6 +329,11 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
         params = {"state": state, "kind": kind, "queue": queue, "tag": tag, "after": after, "limit": limit}
         return self._conn.execute(_page_sql(params), params).fetchall()
 
+    def job_progress(self, job_id, token, fraction, note, attempt, now) -> bool:
+        cur = self._conn.execute(Q.PROGRESS, {"id": job_id, "token": token, "fraction": fraction, "note": note,
+                                              "attempt": attempt, "now": now})
+        return cur.rowcount == 1
+
     def job_match(self, *, filters, eligible, after, limit, now) -> list[str]:
         params = {**filters, "after": after, "limit": limit, "now": now}
         used = "".join(text for name, text in Q.MATCH_FILTERS.items() if params.get(name) is not None)

@@ -424,6 +424,14 @@ WHERE j.id = %(id)s::text
 RETURNING {J_COLS}
 """
 
+# ctx.progress (tenure.progress): fenced like a settlement, so a stale attempt writes nothing.
+PROGRESS = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs j SET progress = json_build_object('fraction', %(fraction)s::float8, 'note', %(note)s::text,
+  'attempt', %(attempt)s::int, 'at', {NOW})::text
+WHERE j.id = %(id)s::text AND {_FENCE.format(token="%(token)s::text")}
+"""
+
 # -- administration -------------------------------------------------------------------------------
 
 COUNTS = "SELECT state, count(*) FROM tenure_jobs GROUP BY state"

@@ -323,6 +323,12 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
             sql = _PAGE_CACHE[shape] = Q.PAGE.format(filters=filters)
         return self._readable(lambda: self._conn.execute(sql, params).fetchall())
 
+    def job_progress(self, job_id, token, fraction, note, attempt, now) -> bool:
+        now = _wall_ms() if now is None else now
+        cur = self._conn.execute(Q.PROGRESS, {"id": job_id, "token": token, "fraction": fraction, "note": note,
+                                              "attempt": attempt, "now": now})
+        return cur.rowcount == 1
+
     def job_match(self, *, filters, eligible, after, limit, now) -> list[str]:
         params = {**filters, "after": after, "limit": limit, "now": _wall_ms() if now is None else now}
         used = "".join(text for name, text in Q.MATCH_FILTERS.items() if params.get(name) is not None)

@@ -199,6 +199,13 @@ WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :
 RETURNING {COLS}
 """
 
+# ctx.progress (tenure.progress): fenced like a settlement, so a stale attempt writes nothing.
+PROGRESS = """
+UPDATE tenure_jobs SET progress = json_object('fraction', :fraction, 'note', :note, 'attempt', :attempt,
+  'at', :now)
+WHERE id = :id AND state = 'leased' AND lease_token = :token AND lease_until > :now
+"""
+
 CANCEL_LEASED = f"""
 UPDATE tenure_jobs SET state = 'cancelled', lease_until = NULL, lease_owner = NULL, lease_token = NULL,
   updated_at = :now

@@ -630,15 +630,18 @@ def _job_dict(job: Any) -> dict[str, Any]:
 @click.option("--queue", default=None)
 @click.option("--kind", default=None)
 @click.option("--tag", default=None, help="Only jobs carrying this tag.")
+@click.option("--order", type=click.Choice(["newest", "oldest"]), default="newest", show_default=True,
+              help="Newest first (tenure's ids are time-ordered), or oldest first.")
 @click.option("--after", default=None, metavar="JOB_ID", help="Continue after this id (keyset paging).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1, max=10_000))
 @json_option
 def jobs_list(url: str | None, state: str | None, queue: str | None, kind: str | None, tag: str | None,
-              after: str | None, limit: int, as_json: bool) -> None:
+              order: str, after: str | None, limit: int, as_json: bool) -> None:
     """One keyset page of jobs, by id (filter by --state, --queue, --kind, --tag)."""
     store = open_store(url)
     try:
-        page = store.jobs.page(state=state, kind=kind, queue=queue, tag=tag, after=after, limit=limit)
+        page = store.jobs.page(state=state, kind=kind, queue=queue, tag=tag, after=after, limit=limit,
+                               order=order)
     finally:
         _close(store)
     if as_json:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,7 @@ from .errors import (
     UnstorableValue,
 )
 from .handler_control import Discard, Retry
+from .ids import new_job_id
 from .job_control import cancel_abandoned, request_cancel
 from .records import Checkpoint, Claim, Job, Lease, Page, Progress, SweepResult, Undecodable
 from .tracing import enqueue_headers
@@ -328,7 +328,7 @@ class _JobsBase:
         store = self._store
         v.name(kind, "kind")
         v.name(queue, "queue")
-        job_id = str(uuid.uuid4()) if id is None else v.job_id(id)
+        job_id = new_job_id() if id is None else v.job_id(id)
         text = None if payload is None else v.dump_json(payload, "payload", store.max_payload_bytes)
         at = None if run_at is None else v.epoch_ms(run_at, "run_at")
         delay_ms = v.duration_ms(delay, "delay", seconds=True) or 0
@@ -795,11 +795,19 @@ class Jobs(_JobsBase):
         return {k: int(raw.get(k, 0)) for k in ("pending", "leased", "done", "failed", "dead", "cancelled")}
 
     def page(self, state: str | None = None, kind: str | None = None, after: str | None = None,
-             limit: int = 100, *, queue: str | None = None, tag: str | None = None,
+             limit: int = 100, *, queue: str | None = None, tag: str | None = None, order: str = "id",
              cancel_event: threading.Event | None = None, deadline: int | None = None) -> Page:
         """A keyset page by job id: at most ``limit`` records (as ``get`` answers them) with id >
         ``after``, filtered by ``state``/``kind``/``queue`` and ``tag`` (jobs whose tags include
-        it). ``next_after`` continues it."""
+        it). ``next_after`` continues it.
+
+        ``order="newest"`` walks the same keyset down (ids below ``after``): tenure's own ids are
+        time-ordered (UUIDv7), so that is newest first. The default ``"id"`` is JOBS-FORMAT's
+        ascending order (spec 10.2); ``"oldest"`` is the same as ``"id"``."""
+        if order not in ("id", "oldest", "newest"):
+            if not isinstance(order, str):
+                raise InvalidType(f"order must be a string, got {type(order).__name__}")
+            raise InvalidArgument(f"unknown order {order!r}; one of id, oldest, newest")
         v.state(state)
         if tag is not None:
             v.text(tag, "tag", max_chars=v.MAX_TAG_CHARS, allow_empty=False)
@@ -818,7 +826,8 @@ class Jobs(_JobsBase):
             if now >= deadline:
                 raise DeadlineExceeded(f"page() deadline passed {now - deadline} ms ago")
         with self._session() as s:
-            rows = s.job_page(state=state, kind=kind, queue=queue, tag=tag, after=after, limit=limit + 1)
+            rows = s.job_page(state=state, kind=kind, queue=queue, tag=tag, after=after, limit=limit + 1,
+                              descending=order == "newest")
         if cancel_event is not None and cancel_event.is_set():
             raise PageCancelled("page() was cancelled while it read")
         more = len(rows) > limit

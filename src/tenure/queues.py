@@ -12,7 +12,6 @@ dead-letter copy, for a redrive, and for a publish.
 from __future__ import annotations
 
 import builtins
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import _validate as v
 from .engine.base import JobRow, NewJob, Session
 from .errors import DeadLetterCycle, InvalidArgument, InvalidType, QueueNotEmpty, QueueNotFound
+from .ids import new_job_id
 from .jobs import DEFAULT_MAX_ATTEMPTS
 
 if TYPE_CHECKING:
@@ -421,7 +421,7 @@ class Queues:
         """Copy the newly dead ``rows`` that name a dead-letter queue into it, in the caller's
         transaction: same kind, payload, priority and keys, ``last_error`` kept, ``origin_id`` the
         dead job's id; attempts and retry settings from the dead-letter queue's defaults."""
-        pairs = [(r[0], str(uuid.uuid4())) for r in rows if r[3] == "dead" and r[19] and r[19] != r[14]]
+        pairs = [(r[0], new_job_id()) for r in rows if r[3] == "dead" and r[19] and r[19] != r[14]]
         if pairs:
             session.queue_dead_letter(pairs, DEFAULT_MAX_ATTEMPTS, now)
 
@@ -448,7 +448,7 @@ class Queues:
                 rows = s.queue_redrive_select(queue, want, after)
                 if not rows:
                     break
-                fresh = [NewJob(id=str(uuid.uuid4()), kind=r[1], payload=r[2], queue=r[3], priority=r[5],
+                fresh = [NewJob(id=new_job_id(), kind=r[1], payload=r[2], queue=r[3], priority=r[5],
                                 run_at=None, delay_ms=0, max_attempts=0, singleton_key=r[6], group_key=r[7],
                                 origin_id=r[4]) for r in rows]
                 ids = self.insert(s, fresh, now)

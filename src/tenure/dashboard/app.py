@@ -256,7 +256,8 @@ and in the <code>tenure</code> CLI.</p></noscript>
             return _error(400, "TN1001", "limit must be an integer")
         limit = max(1, min(limit, MAX_PAGE))
         page = self.store.jobs.page(state=state, kind=q.get("kind") or None, queue=q.get("queue") or None,
-                                    tag=q.get("tag") or None, after=q.get("after") or None, limit=limit)
+                                    tag=q.get("tag") or None, after=q.get("after") or None, limit=limit,
+                                    order="oldest" if q.get("order") == "oldest" else "newest")
         items = [{"id": j.id, "kind": j.kind, "queue": j.queue, "state": j.state, "priority": j.priority,
                   "tags": j.tags if isinstance(j.tags, list) else [],
                   "attempts": j.attempts, "max_attempts": j.max_attempts, "run_at": j.run_at,

@@ -239,8 +239,9 @@ class Session(abc.ABC):
 
     @abc.abstractmethod
     def job_page(self, *, state: str | None, kind: str | None, queue: str | None, after: str | None,
-                 limit: int, tag: str | None = None) -> list[JobRow]:
-        """Keyset page by id ascending; ``tag`` keeps the jobs whose tags include it."""
+                 limit: int, tag: str | None = None, descending: bool = False) -> list[JobRow]:
+        """Keyset page by id ascending (``descending``: by id descending, ``after`` then meaning
+        "below"); ``tag`` keeps the jobs whose tags include it."""
 
     @abc.abstractmethod
     def job_progress(self, job_id: str, token: str, fraction: float, note: str | None, attempt: int,

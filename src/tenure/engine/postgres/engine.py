@@ -325,9 +325,9 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
     def job_counts(self) -> dict[str, int]:
         return dict(self._conn.execute(Q.COUNTS).fetchall())
 
-    def job_page(self, *, state, kind, queue, after, limit, tag=None) -> list[JobRow]:
+    def job_page(self, *, state, kind, queue, after, limit, tag=None, descending=False) -> list[JobRow]:
         params = {"state": state, "kind": kind, "queue": queue, "tag": tag, "after": after, "limit": limit}
-        return self._conn.execute(_page_sql(params), params).fetchall()
+        return self._conn.execute(_page_sql(params, descending), params).fetchall()
 
     def job_progress(self, job_id, token, fraction, note, attempt, now) -> bool:
         cur = self._conn.execute(Q.PROGRESS, {"id": job_id, "token": token, "fraction": fraction, "note": note,
@@ -450,12 +450,13 @@ def _complete_params(items: Sequence[Settle], now: int | None) -> dict[str, Any]
 _PAGE_CACHE: dict[tuple, str] = {}
 
 
-def _page_sql(params: dict[str, Any]) -> str:
-    key = tuple(params[name] is not None for name in Q.PAGE_FILTERS)
+def _page_sql(params: dict[str, Any], descending: bool = False) -> str:
+    key = (*(params[name] is not None for name in Q.PAGE_FILTERS), descending)
     sql = _PAGE_CACHE.get(key)
     if sql is None:
-        filters = "".join(text for name, text in Q.PAGE_FILTERS.items() if params[name] is not None)
-        sql = _PAGE_CACHE[key] = Q.PAGE.format(filters=filters)
+        filters = "".join(Q.PAGE_AFTER_DESC if descending and name == "after" else text
+                          for name, text in Q.PAGE_FILTERS.items() if params[name] is not None)
+        sql = _PAGE_CACHE[key] = Q.PAGE.format(filters=filters, direction="DESC" if descending else "")
     return sql
 
 

@@ -438,7 +438,9 @@ COUNTS = "SELECT state, count(*) FROM tenure_jobs GROUP BY state"
 
 # Keyset page by id; the engine appends only the filters a call uses (an "IS NULL OR" filter
 # would keep a prepared plan from using an index).
-PAGE = f"SELECT {COLS} FROM tenure_jobs WHERE true{{filters}} ORDER BY id LIMIT %(limit)s"
+PAGE = f"SELECT {COLS} FROM tenure_jobs WHERE true{{filters}} ORDER BY id {{direction}} LIMIT %(limit)s"
+# Newest first (page(order="newest")): the same keyset walked down the primary key.
+PAGE_AFTER_DESC = " AND id < %(after)s::text"
 PAGE_FILTERS = {
     "state": " AND state = %(state)s::text",
     "kind": " AND kind = %(kind)s::text",

@@ -314,13 +314,14 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMix
     def job_counts(self) -> dict[str, int]:
         return dict(self._conn.execute(Q.COUNTS).fetchall())
 
-    def job_page(self, *, state, kind, queue, after, limit, tag=None) -> list[JobRow]:
+    def job_page(self, *, state, kind, queue, after, limit, tag=None, descending=False) -> list[JobRow]:
         params = {"state": state, "kind": kind, "queue": queue, "tag": tag, "after": after, "limit": limit}
-        shape = tuple(params[name] is not None for name in Q.PAGE_FILTERS)
+        shape = (*(params[name] is not None for name in Q.PAGE_FILTERS), descending)
         sql = _PAGE_CACHE.get(shape)
         if sql is None:
-            filters = "".join(text for name, text in Q.PAGE_FILTERS.items() if params[name] is not None)
-            sql = _PAGE_CACHE[shape] = Q.PAGE.format(filters=filters)
+            filters = "".join(Q.PAGE_AFTER_DESC if descending and name == "after" else text
+                              for name, text in Q.PAGE_FILTERS.items() if params[name] is not None)
+            sql = _PAGE_CACHE[shape] = Q.PAGE.format(filters=filters, direction="DESC" if descending else "")
         return self._readable(lambda: self._conn.execute(sql, params).fetchall())
 
     def job_progress(self, job_id, token, fraction, note, attempt, now) -> bool:

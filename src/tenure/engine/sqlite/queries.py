@@ -265,8 +265,10 @@ COUNTS = "SELECT state, count(*) FROM tenure_jobs GROUP BY state"
 PAGE = f"""
 SELECT {COLS} FROM tenure_jobs
 WHERE 1 = 1 {{filters}}
-ORDER BY id LIMIT :limit
+ORDER BY id {{direction}} LIMIT :limit
 """
+# Newest first (page(order="newest")): the same keyset walked down the primary key.
+PAGE_AFTER_DESC = " AND id < :after"
 PAGE_FILTERS = {
     "state": " AND state = :state",
     "kind": " AND kind = :kind",

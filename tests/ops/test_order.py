@@ -1,0 +1,66 @@
+"""Order (issue 22): jobs enqueued without an id get time-ordered ids (UUIDv7, RFC 9562), and
+listings walk newest first: ``page(order="newest")`` (the same keyset, down the primary key),
+``tenure jobs list`` and the dashboard by default. ``page()``'s default stays JOBS-FORMAT's
+ascending id order (spec 10.2, pinned by tests/conformance/test_10_admin.py)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+
+def test_minted_ids_are_uuid7_and_time_ordered(any_store):
+    jobs = any_store.jobs
+    ids = [jobs.enqueue("k") for _ in range(50)]
+    ids += jobs.enqueue_many([{"kind": "k"} for _ in range(50)])
+    assert all(uuid.UUID(i).version == 7 for i in ids)
+    assert ids == sorted(ids) and len(set(ids)) == 100
+    with any_store.transaction() as tx:
+        later = tx.jobs.enqueue("k")
+    assert later > ids[-1]
+
+
+def test_page_newest_first_keyset(any_store):
+    jobs = any_store.jobs
+    ids = [jobs.enqueue("k", tags=["t"] if n % 2 else None) for n in range(25)]
+    seen, after = [], None
+    while True:
+        page = jobs.page(order="newest", limit=10, after=after)
+        seen += [j.id for j in page.items]
+        if page.next_after is None:
+            break
+        assert page.next_after == page.items[-1].id
+        after = page.next_after
+    assert seen == ids[::-1]
+    assert [j.id for j in jobs.page(order="newest", tag="t").items] == [
+        i for i in ids[::-1] if ids.index(i) % 2
+    ]
+    assert [j.id for j in jobs.page().items] == ids  # the default: ascending (spec 10.2)
+    assert [j.id for j in jobs.page(order="oldest", limit=3).items] == ids[:3]
+
+
+@pytest.mark.parametrize(
+    ("order", "exc", "code"), [("latest", ValueError, "TN1001"), (1, TypeError, "TN1002")]
+)
+def test_bad_order_refused(any_store, order, exc, code):
+    with pytest.raises(exc) as info:
+        any_store.jobs.page(order=order)
+    assert info.value.code == code
+
+
+def test_cli_and_dashboard_list_newest_first(cli, cli_url):
+    ids = [cli("enqueue", "k", "--json").json()["id"] for _ in range(3)]
+    assert [j["id"] for j in cli("jobs", "list", "--json").json()["items"]] == ids[::-1]
+    assert [j["id"] for j in cli("jobs", "list", "--order", "oldest", "--json").json()["items"]] == ids
+    from starlette.testclient import TestClient
+
+    import tenure
+    from tenure.dashboard import create_app
+
+    store = tenure.connect(cli_url)
+    try:
+        with TestClient(create_app(store), base_url="http://localhost") as client:
+            assert [j["id"] for j in client.get("/api/jobs").json()["items"]] == ids[::-1]
+    finally:
+        store.close()

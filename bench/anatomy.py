@@ -51,7 +51,7 @@ def _time(conn: Any, sql: str, params: Callable[[int], Any], calls: int, txn: bo
     return spent / calls * 1e6
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: C901 - a report script, one branch per section
     p = argparse.ArgumentParser(prog="python -m bench.anatomy", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--depth", type=int, default=20_000, help="pending jobs in the store")

@@ -99,7 +99,7 @@ def _fmt(v: Any, unit: str = "") -> str:
 Row = tuple[str, str, str, str, str, str]
 
 
-def table_rows(engine: str, res: dict[str, Any], rat: dict[str, Any]) -> list[Row]:
+def table_rows(engine: str, res: dict[str, Any], rat: dict[str, Any]) -> list[Row]:  # noqa: C901 - a report script, one branch per row kind
     """(scenario, measurement, value, CPU us/job, vs floor, verified) rows for one engine."""
     rows: list[Row] = []
 

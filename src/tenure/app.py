@@ -175,7 +175,7 @@ def _fan_out(observers: list[Callable[[dict[str, Any]], Any]]) -> Callable[[dict
         for fn in observers:
             try:
                 fn(event)
-            except Exception:  # noqa: BLE001 - an observer never affects the worker (6.17)
+            except Exception:  # an observer never affects the worker (6.17)
                 log.exception("an on_outcome observer raised; ignored")
 
     return fan_out

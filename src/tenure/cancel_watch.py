@@ -62,7 +62,7 @@ class CancelWatch:
             if watcher is not None:
                 try:
                     watcher.close()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     log.debug("closing the cancel watcher failed", exc_info=True)
 
     def _loop(self, watcher) -> None:

@@ -67,7 +67,7 @@ def _is_usage(exc: TenureError) -> bool:
 class _Group(click.Group):
     """Every command exits with one line on error: ``tenure: <message>`` (no traceback)."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D401 - click's entry point
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # click's entry point
         kwargs["standalone_mode"] = False
         try:
             rv = super().main(*args, **kwargs)

@@ -25,7 +25,7 @@ from . import _validate as v
 from .errors import InvalidType
 
 
-class Control(Exception):  # noqa: N818 - raised for control flow, documented as such
+class Control(Exception):  # raised for control flow, documented as such
     """Base of the exceptions a handler raises to steer its own job."""
 
 

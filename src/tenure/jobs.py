@@ -103,7 +103,7 @@ def row_to_claim(r: JobRow) -> Claim:
     decoded (the caller settles that job dead alone, :meth:`Jobs._claims`)."""
     try:
         job = _decoded(r)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         job = _tolerant(r)
         bad = [(name, value) for name, value in (("payload", job.payload), ("result", job.result),
                                                  ("headers", job.headers)) if isinstance(value, Undecodable)]
@@ -487,7 +487,7 @@ class Jobs(_JobsBase):
         if unreadable:
             try:
                 self.fail_many(unreadable, dead=True)
-            except Exception:  # noqa: BLE001 - its lease expires; the next claim settles it
+            except Exception:  # its lease expires; the next claim settles it
                 log.warning("settling %d undecodable job(s) dead failed", len(unreadable), exc_info=True)
         return out
 

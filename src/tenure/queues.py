@@ -326,7 +326,7 @@ class Queues:
         with session.queue_atomic():  # several statements, one all-or-nothing enqueue_many
             return self._insert_unique(session, jobs, now)
 
-    def _resolve(self, session: Session, jobs: Sequence[NewJob], now: int | None) -> bool:
+    def _resolve(self, session: Session, jobs: Sequence[NewJob], now: int | None) -> bool:  # noqa: C901 - the option-precedence table, one branch per option
         """Fill each job's defaults in place; True when one has a uniqueness key."""
         names = {j.queue for j in jobs}
         registry = session.queue_defaults(list(names))

@@ -86,6 +86,6 @@ def _span(trace: Any, propagate: Any, SpanKind: Any, job: Any, attempt: int):
 
                 span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
                 span.record_exception(exc)
-            except Exception:  # noqa: BLE001, S110 - a span is never worth a job's outcome
+            except Exception:  # noqa: BLE001 - a span is never worth a job's outcome
                 pass
             raise

@@ -196,7 +196,7 @@ class CancelEvent:
         for cb in self._callbacks or ():
             try:
                 cb()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("cancellation callback failed")
         return True
 
@@ -516,7 +516,7 @@ class Worker:
             try:
                 self._maintainer = self.store._maintenance()
                 self._maintainer.acquire(self)
-            except Exception:  # noqa: BLE001 - upkeep never prevents work
+            except Exception:  # upkeep never prevents work
                 log.exception("could not start the maintenance service; jobs still run")
                 self._maintainer = None
         return self
@@ -596,13 +596,13 @@ class Worker:
                 return StopResult(True, 0)
             try:
                 return self._stop_running(grace, release)
-            except Exception:  # noqa: BLE001 - stop() never raises
+            except Exception:  # stop() never raises
                 log.exception("stopping the worker failed")
                 return StopResult(False, len(self._attempts))
         finally:
             self._stop_lock.release()
 
-    def _stop_running(self, grace: float | None, release: bool = False) -> StopResult:
+    def _stop_running(self, grace: float | None, release: bool = False) -> StopResult:  # noqa: C901 - the shutdown state machine, kept in one place
         grace = self.stop_grace if grace is None else max(0.0, float(grace))
         me = threading.current_thread()
         self._running = False
@@ -662,7 +662,7 @@ class Worker:
         if self._maintainer is not None:
             try:
                 self._maintainer.release(self)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("stopping the maintenance service failed")
             self._maintainer = None
         try:
@@ -749,7 +749,7 @@ class Worker:
             event["exception"] = error
         try:
             cb(event)
-        except Exception:  # noqa: BLE001 - an observer never affects the loop (6.17)
+        except Exception:  # an observer never affects the loop (6.17)
             log.exception("on_outcome observer raised; ignored")
 
     def _on_local_enqueue(self) -> None:
@@ -768,7 +768,7 @@ class Worker:
         finally:
             try:
                 watcher.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.debug("closing the watcher failed", exc_info=True)
 
     def _dispatch(self, gen: int) -> None:
@@ -1002,7 +1002,7 @@ class Worker:
             elif isinstance(value, asyncio.CancelledError) and attempt.cancelled.reason is SHUTDOWN:
                 value = "the worker stopped while the job ran (cancelled)"
             self._done.put((attempt, ok, value))
-        except BaseException:  # noqa: BLE001 - last resort: the lease expires, the job is reclaimed
+        except BaseException:  # last resort: the lease expires, the job is reclaimed
             log.exception("finishing job %s failed", attempt.job.id)
 
     def _completed_all(self, attempts: list[Attempt]) -> None:
@@ -1059,7 +1059,7 @@ class Worker:
             if batch:
                 try:
                     self._settle(jobs, batch)
-                except Exception:  # noqa: BLE001 - the settler never dies; the leases expire
+                except Exception:  # the settler never dies; the leases expire
                     log.exception("settling %d job(s) failed", len(batch))
             if stopping:
                 return
@@ -1068,7 +1068,7 @@ class Worker:
         """Attempts still running (beyond ``settling`` finished ones and those being settled)."""
         return len(self._attempts) - self._credit - settling > 0
 
-    def _settle(self, jobs, batch) -> None:
+    def _settle(self, jobs, batch) -> None:  # noqa: C901 - the settlement batch, kept in one place
         completes, fails = [], []
         for attempt, ok, value in batch:
             if attempt.detached:

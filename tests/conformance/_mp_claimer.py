@@ -36,6 +36,6 @@ def drain(url: str, owner: str, barrier, out) -> None:
                 _retry_busy(lambda lease=lease: jobs.complete(lease, {"by": owner}))
         finally:
             store.close()
-    except Exception as exc:  # reported to the parent, which fails the test with it
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which fails the test with it
         error = f"{type(exc).__name__}: {exc}"
     out.put((owner, handed_out, error))

@@ -121,7 +121,7 @@ def code_of(exc_info) -> str | None:
 @contextmanager
 def refused(*codes: str):
     """Expect a coded refusal: the block raises an exception whose ``.code`` is one of ``codes``."""
-    with pytest.raises(Exception) as ei:  # noqa: B017,PT011 - the code is checked below
+    with pytest.raises(Exception) as ei:  # the code is checked below
         yield ei
     got = getattr(ei.value, "code", None)
     assert got in codes, (

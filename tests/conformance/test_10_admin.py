@@ -248,7 +248,7 @@ def test_10_8_cancel_with_a_lease_of_another_job_is_refused(jobs):
     la = claim1(jobs).lease
     claim1(jobs)
     before = jobs.get("b")
-    with pytest.raises(Exception) as ei:  # noqa: B017 - any coded refusal
+    with pytest.raises(Exception) as ei:  # any coded refusal
         jobs.cancel("b", lease=la)
     assert getattr(ei.value, "code", None) in {"TN2065", "TN2066", "TN2068", "TN1001"}, repr(ei.value)
     assert jobs.get("b") == before

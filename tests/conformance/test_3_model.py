@@ -44,7 +44,7 @@ def _backoff(attempts: int) -> int:
     return int(min(60_000, 1000 * 2 ** (attempts - 1)) * (0.5 + RAND / 2))
 
 
-def _machine(target, connect_store):
+def _machine(target, connect_store):  # noqa: C901 - the model's state machine, one branch per rule
     class FenceModel(RuleBasedStateMachine):
         @initialize()
         def open(self):

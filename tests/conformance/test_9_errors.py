@@ -153,7 +153,7 @@ def test_9_3_external_write_lock_is_store_busy(store, target, open_store):
             lambda: short.jobs.claim(["k"], owner="w"),
         ):
             started = time.monotonic()
-            with pytest.raises(Exception) as ei:  # noqa: B017 - classified below
+            with pytest.raises(Exception) as ei:  # classified below
                 call()
             assert not isinstance(ei.value, sqlite3.Error), repr(ei.value)
             assert getattr(ei.value, "code", None) == "TN0003", repr(ei.value)
@@ -175,7 +175,7 @@ def test_9_3_read_only_file_write_is_classified(store, target, clock, rand, open
     ro = _open_read_only(target, clock, rand)
     open_store.opened.append(ro)
     assert ro.jobs.get("existing").state == "pending"
-    with pytest.raises(Exception) as ei:  # noqa: B017 - classified below
+    with pytest.raises(Exception) as ei:  # classified below
         ro.jobs.enqueue("k", id="new")
     assert not isinstance(ei.value, sqlite3.Error), repr(ei.value)
     assert getattr(ei.value, "code", None) == "TN0002", repr(ei.value)
@@ -205,7 +205,7 @@ def test_9_4_closed_store_raises_its_own_code(store, clock):
         "store.jobs": lambda: store.jobs.enqueue("k"),
     }
     for name, call in calls.items():
-        with pytest.raises(Exception) as ei:  # noqa: B017 - classified below
+        with pytest.raises(Exception) as ei:  # classified below
             call()
         assert type(ei.value) is StoreClosed, f"{name}: {ei.value!r}"
         assert ei.value.code == "TN2063"
@@ -229,7 +229,7 @@ def test_9_5_read_only_store_without_queue_tables(engine, tmp_path, clock, rand)
             pytest.skip(f"running as root (chmod is ignored) and the sqlite URL has no ?mode=ro: {exc}")
         raise
     try:
-        with pytest.raises(Exception) as ei:  # noqa: B017 - classified below
+        with pytest.raises(Exception) as ei:  # classified below
             ro.jobs.counts()
         assert not isinstance(ei.value, sqlite3.Error), repr(ei.value)
         assert getattr(ei.value, "code", None) == "TN0002", repr(ei.value)

@@ -361,7 +361,7 @@ def test_one_verdict_per_input(both, row):
     verdicts = {}
     for engine, ctx in both.items():
         before = _state(ctx.store)
-        with pytest.raises(Exception) as ei:  # noqa: B017 - the class is compared below
+        with pytest.raises(Exception) as ei:  # the class is compared below
             call(ctx)
         exc = ei.value
         verdicts[engine] = (type(exc), getattr(exc, "code", None))

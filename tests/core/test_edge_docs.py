@@ -41,6 +41,6 @@ def test_every_snippet_of_the_section_runs(doc, heading, tmp_path, monkeypatch):
     namespace: dict = {}
     for n, block in enumerate(blocks, 1):
         try:
-            exec(compile(block, f"{doc}[{heading} snippet {n}]", "exec"), namespace)  # noqa: S102
+            exec(compile(block, f"{doc}[{heading} snippet {n}]", "exec"), namespace)
         except Exception as exc:
             raise AssertionError(f"snippet {n} under {heading!r} of {doc} failed: {exc!r}\n{block}") from exc

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("psycopg")
 
-from tenure.engine.postgres.deadline import Watchdog, call_deadline, current  # noqa: E402
+from tenure.engine.postgres.deadline import Watchdog, call_deadline, current
 
 
 def blocked_read(sock: socket.socket, out: list) -> threading.Thread:

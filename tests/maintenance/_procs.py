@@ -42,7 +42,7 @@ def fire_steps(url: str, name: str, instants: list[int], barrier, out) -> None:
                 fired += _retry_busy(store.schedules.fire_due)
         finally:
             store.close()
-    except Exception as exc:  # reported to the parent, which fails the test with it
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which fails the test with it
         error = f"{type(exc).__name__}: {exc}"
     out.put((name, fired, error))
 
@@ -57,7 +57,7 @@ def lead_then_hang(url: str, now: int, ttl_ms: int, out) -> None:
         m = store.maintenance
         m.configure(leader_ttl_ms=ttl_ms)
         out.put((m.owner, m.elect(), None))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a child process reports any failure to the parent
         out.put((None, False, f"{type(exc).__name__}: {exc}"))
         return
     time.sleep(600)

@@ -35,7 +35,7 @@ def ledger(path: Path) -> list[list]:
 
 def spawn(url: str, path: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), str(ROOT)]), TENURE_LOG_LEVEL="INFO")
-    log = open(path.with_suffix(".log"), "wb")  # noqa: SIM115 - the child owns it
+    log = open(path.with_suffix(".log"), "wb")  # the child owns it
     try:
         return subprocess.Popen(
             [sys.executable, str(HERE / "_cancel_child.py"), url, str(path), *args],

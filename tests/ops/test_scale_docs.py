@@ -27,7 +27,7 @@ def test_every_snippet_of_the_section_runs(tmp_path, monkeypatch):
             path = tmp_path / f"scale_snippet_{n}.py"  # on disk, so tracebacks show its lines
             path.write_text(block, encoding="utf-8")
             try:
-                exec(compile(block, str(path), "exec"), namespace)  # noqa: S102
+                exec(compile(block, str(path), "exec"), namespace)
             except Exception as exc:
                 raise AssertionError(f"snippet {n} failed: {exc!r}\n{block}") from exc
     finally:

@@ -37,7 +37,7 @@ def jobs_in(store, queue: str, state: str | None = None) -> list:
 @contextmanager
 def refused(code: str):
     """The block raises a tenure error coded ``code`` (never a driver exception)."""
-    with pytest.raises(Exception) as ei:  # noqa: B017,PT011 - the code is checked below
+    with pytest.raises(Exception) as ei:  # the code is checked below
         yield ei
     got = getattr(ei.value, "code", None)
     assert got == code, f"expected {code}, got {type(ei.value).__name__}({got}): {ei.value!r}"

@@ -39,7 +39,7 @@ def claim_loop(url: str, queue: str | list[str], owner: str, seconds: float, bar
                     done += 1
         finally:
             store.close()
-    except Exception as exc:  # reported to the parent, which fails the test with it
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which fails the test with it
         error = f"{type(exc).__name__}: {exc}"
     out.put((owner, done, error))
 
@@ -61,6 +61,6 @@ def enqueue_keys(url: str, scenarios: list[tuple[str, dict]], keys: list[str], b
                     "k", {"key": key}, queue=queue, singleton_key=key, **options)) for key in keys]
         finally:
             store.close()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a child process reports any failure to the parent
         error = f"{type(exc).__name__}: {exc}"
     out.put((answers, error))

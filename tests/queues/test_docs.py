@@ -14,6 +14,6 @@ def test_every_snippet_in_docs_queues_md_runs():
     namespace: dict = {}
     for n, block in enumerate(blocks, 1):
         try:
-            exec(compile(block, f"{DOC.name}[snippet {n}]", "exec"), namespace)  # noqa: S102
+            exec(compile(block, f"{DOC.name}[snippet {n}]", "exec"), namespace)
         except Exception as exc:
             raise AssertionError(f"snippet {n} of {DOC.name} failed: {exc!r}\n{block}") from exc

@@ -26,7 +26,7 @@ def _update_queue(url: str, out) -> None:
             s.queues.update("p", policy="short")
         finally:
             s.close()
-    except Exception as exc:  # reported to the parent, which fails with it
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which fails with it
         error = f"{type(exc).__name__}: {exc}"
     out.put(error)
 

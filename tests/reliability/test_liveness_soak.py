@@ -87,7 +87,7 @@ def test_bad_jobs_die_within_their_attempts_and_healthy_ones_finish(engine_url, 
     rng = random.Random(19)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENURE_")}
     env.update({"TENURE_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"})
-    log = open(tmp_path / "supervisor.log", "w")  # noqa: SIM115 - closed below
+    log = open(tmp_path / "supervisor.log", "w")  # closed below
     proc = subprocess.Popen(
         [
             sys.executable,

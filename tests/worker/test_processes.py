@@ -43,7 +43,7 @@ class Workers:
         self.procs: list[subprocess.Popen] = []
 
     def spawn(self, *args: str) -> subprocess.Popen:
-        log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")  # noqa: SIM115 - closed by the child's exit
+        log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")  # closed by the child's exit
         proc = subprocess.Popen([sys.executable, str(HERE / "_tasks.py"), *args], env=_env(self.url),
                                 stdout=subprocess.DEVNULL, stderr=log)
         proc.log_path = log.name  # type: ignore[attr-defined]

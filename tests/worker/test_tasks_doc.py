@@ -31,7 +31,7 @@ def test_every_snippet_of_docs_tasks_runs(tmp_path, monkeypatch, capsys):
             if re.fullmatch(r"# \w+\.py", first):
                 (tmp_path / first[2:]).write_text(block, encoding="utf-8")
                 continue
-            exec(compile(block, f"docs/tasks.md[python {n}]", "exec"), namespace)  # noqa: S102
+            exec(compile(block, f"docs/tasks.md[python {n}]", "exec"), namespace)
         printed = capsys.readouterr().out
         assert "[TN1002] task 'mail.send' has no parameter 'too' (did you mean 'to'?)" in printed
         assert "sent to ops@example.com: hi" in printed

@@ -102,7 +102,7 @@ def _load_yaml(yaml: Any, text: str) -> Any:
             return super().construct_mapping(node, deep=deep)
 
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except RecursionError:
         raise _bad("the workflow document is nested too deeply to read", "bad_document") from None
     except yaml.YAMLError as exc:

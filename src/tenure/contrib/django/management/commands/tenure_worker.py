@@ -18,7 +18,7 @@ class Command(BaseCommand):
 
         try:
             b = _tasks_backends()[backend]
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise CommandError(f"no TASKS backend {backend!r}: {exc}") from exc
         kinds = b.discover_kinds()
         if not kinds:

@@ -76,7 +76,9 @@ def test_worker_serves_metrics_and_stops_on_sigterm(cli, cli_url, tmp_path):
         assert s[("tenure_worker_claims_total", ())] == 7
         # The store gauges are cached briefly; they converge to the settled counts.
         deadline = time.monotonic() + 10
-        while s.get(("tenure_jobs", (("queue", "default"), ("state", "done")))) != 6:
+        # Wait for both gauges: the dead job may settle in a later batch than the done ones.
+        while (s.get(("tenure_jobs", (("queue", "default"), ("state", "done")))),
+               s.get(("tenure_jobs", (("queue", "default"), ("state", "dead"))))) != (6, 1):
             assert time.monotonic() < deadline, s
             time.sleep(0.2)
             s = _scrape(port)

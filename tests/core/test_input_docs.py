@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_edge_docs import section_snippets
+from tests.docs_snippets import run_section
 
 SECTIONS = [
     ("guarantees.md", "## One verdict per input"),
@@ -17,11 +17,4 @@ SECTIONS = [
 @pytest.mark.parametrize(("doc", "heading"), SECTIONS)
 def test_every_snippet_of_the_section_runs(doc, heading, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    blocks = section_snippets(doc, heading)
-    assert blocks, f"no python snippet under {heading!r} in {doc}"
-    namespace: dict = {}
-    for n, block in enumerate(blocks, 1):
-        try:
-            exec(compile(block, f"{doc}[{heading} snippet {n}]", "exec"), namespace)
-        except Exception as exc:
-            raise AssertionError(f"snippet {n} under {heading!r} of {doc} failed: {exc!r}\n{block}") from exc
+    run_section(doc, heading)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_edge_docs import section_snippets
+from tests.docs_snippets import run_section
 
 SECTIONS = [
     ("guarantees.md", "## Liveness: deadlines and lost connections"),
@@ -18,11 +18,4 @@ def test_every_snippet_of_the_liveness_sections_runs(doc, heading, tmp_path, mon
     if doc == "operations.md":
         pytest.importorskip("psycopg")
     monkeypatch.chdir(tmp_path)
-    blocks = section_snippets(doc, heading)
-    assert blocks, f"no python snippet under {heading!r} in {doc}"
-    namespace: dict = {}
-    for n, block in enumerate(blocks, 1):
-        try:
-            exec(compile(block, f"{doc}[{heading} snippet {n}]", "exec"), namespace)
-        except Exception as exc:
-            raise AssertionError(f"snippet {n} under {heading!r} of {doc} failed: {exc!r}\n{block}") from exc
+    run_section(doc, heading)

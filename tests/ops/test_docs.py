@@ -3,18 +3,13 @@ runs as printed, top to bottom in one session (in a temporary directory)."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
+from tests.docs_snippets import section_snippets
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 SECTION = "## Failures you can see, jobs you can steer"
 
 
 def snippets() -> list[str]:
-    text = DOC.read_text(encoding="utf-8")
-    body = text.split(SECTION, 1)[1]
-    body = re.split(r"^## ", body, maxsplit=1, flags=re.M)[0]
-    return re.findall(r"```python\n(.*?)```", body, flags=re.S)
+    return section_snippets("operations.md", SECTION)
 
 
 def test_every_snippet_of_the_section_runs(tmp_path, monkeypatch):

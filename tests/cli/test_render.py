@@ -9,6 +9,7 @@ import click
 import pytest
 
 from tenure import cli
+from tenure.engine.urls import read_only_url
 
 
 def test_plain_table_is_aligned_and_rich_table_renders():
@@ -34,10 +35,10 @@ def test_durations():
 
 
 def test_read_only_url_for_migrate_check():
-    assert cli._read_only_url("sqlite:////data/t.db") == "sqlite:////data/t.db?mode=ro"
-    assert cli._read_only_url("sqlite:///t.db?mode=rw&busy_timeout_ms=10") == \
+    assert read_only_url("sqlite:////data/t.db") == "sqlite:////data/t.db?mode=ro"
+    assert read_only_url("sqlite:///t.db?mode=rw&busy_timeout_ms=10") == \
         "sqlite:///t.db?busy_timeout_ms=10&mode=ro"
-    pg = cli._read_only_url("postgresql://u:p@h/db?schema=jobs&options=-c%20statement_timeout%3D5s")
+    pg = read_only_url("postgresql://u:p@h/db?schema=jobs&options=-c%20statement_timeout%3D5s")
     assert pg.startswith("postgresql://u:p@h/db?schema=jobs&options=")
     assert "statement_timeout" in pg and "default_transaction_read_only%3Don" in pg
 

@@ -71,6 +71,7 @@ from ..base import (
     new_job_params,
 )
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
+from ..urls import POSTGRES_SCHEMES
 from . import queries as Q
 from .deadline import Watchdog, call_deadline
 from .deadline import current as deadline_spec
@@ -659,7 +660,7 @@ class PostgresEngine(Engine):
                  pool_timeout: float = 10.0, connect_timeout: int = 10, prepare_threshold: int | None = 5,
                  application_name: str = "tenure", call_timeout: float | None = None) -> None:
         parts = urlsplit(url)
-        if parts.scheme.lower() not in ("postgresql", "postgres", "postgresql+psycopg"):
+        if parts.scheme.lower() not in POSTGRES_SCHEMES:
             raise InvalidURL(f"not a PostgreSQL URL: {redact_url(url)!r}")
         query = parse_qsl(parts.query, keep_blank_values=True)
         ours = {k: v for k, v in query if k in URL_OPTIONS}

@@ -1,4 +1,4 @@
-"""``tenure jobs cancel|requeue|delete`` by filter (issue 22, admin at scale): count first (the
+"""``tenure jobs cancel|requeue|delete`` by filter (admin at scale): count first (the
 API's ``dry_run``), ask before acting (``--yes`` skips the question), then act through
 ``store.jobs.<op>_where`` (:mod:`tenure.bulk_admin`)."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from .cli import EXIT_ERROR, _close, emit_json, open_store, parse_duration
+from .common import EXIT_ERROR, _close, emit_json, open_store, parse_duration
 
 #: The answer key of each operation's ``--json`` output, and its verb in sentences.
 _DONE = {

@@ -1,0 +1,97 @@
+"""``tenure stats``: jobs per state and queue, recent settlements, live workers."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from typing import Any
+
+import click
+
+from ..records import STATES
+from ..redact import redact_url
+from .common import (
+    _close,
+    _rich_console,
+    emit_json,
+    fmt_ms,
+    json_option,
+    main,
+    open_store,
+    render_table,
+    url_option,
+)
+
+
+def _stats_data(insights: Any) -> dict[str, Any]:
+    ov = insights.overview(fresh=True)
+    tp = ov.throughput
+    last = tp.buckets[-1] if tp.buckets else {}
+    return {
+        "store": redact_url(ov.store), "now": ov.now, "counts": ov.counts,
+        "queues": [dataclasses.asdict(q) for q in ov.queues],
+        "last_hour": tp.totals(), "this_minute": {k: last.get(k, 0) for k in ("done", "failed", "dead",
+                                                                              "cancelled")},
+        "workers_alive": ov.workers_alive, "workers_total": ov.workers_total,
+    }
+
+
+def _stats_text(data: dict[str, Any]) -> str:
+    counts = data["counts"]
+    lines = [f"store {data['store']} at {fmt_ms(data['now'])} UTC",
+             "jobs: " + "  ".join(f"{s} {counts.get(s, 0)}" for s in STATES)]
+    h, m = data["last_hour"], data["this_minute"]
+    lines.append(f"last hour: done {h['done']}  failed {h['failed']}  dead {h['dead']}  "
+                 f"cancelled {h['cancelled']}   this minute: done {m['done']}  failed {m['failed']}")
+    lines.append(f"workers alive: {data['workers_alive']} of {data['workers_total']} registered")
+    table = render_table(["queue", "paused", *STATES],
+                         [(q["name"], "yes" if q["paused"] else "", *(q["counts"].get(s, 0) for s in STATES))
+                          for q in data["queues"]])
+    return "\n".join(lines) + "\n" + table
+
+
+@main.command()
+@url_option
+@click.option("--watch", is_flag=True, help="Refresh until interrupted.")
+@click.option("--interval", default=2.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds between refreshes with --watch.")
+@click.option("--iterations", default=None, type=click.IntRange(min=1), hidden=True,
+              help="Stop --watch after this many refreshes (tests).")
+@json_option
+def stats(url: str | None, watch: bool, interval: float, iterations: int | None, as_json: bool) -> None:
+    """Jobs per state and queue, settlements over the last hour, live workers."""
+    from ..dashboard.insights import Insights
+
+    store = open_store(url)
+    insights = Insights(store, ttl=0)
+    try:
+        if not watch:
+            data = _stats_data(insights)
+            emit_json(data) if as_json else click.echo(_stats_text(data))
+            return
+        console = None if as_json else _rich_console()
+        n = 0
+        if console is not None:
+            from rich.live import Live
+            from rich.text import Text
+
+            with Live(Text(_stats_text(_stats_data(insights))), console=console, auto_refresh=False) as live:
+                n = 1
+                while iterations is None or n < iterations:
+                    time.sleep(interval)
+                    live.update(Text(_stats_text(_stats_data(insights))), refresh=True)
+                    n += 1
+            return
+        while iterations is None or n < iterations:
+            if n:
+                time.sleep(interval)
+            data = _stats_data(insights)
+            if as_json:
+                emit_json(data)  # one JSON document per line
+            else:
+                click.echo(_stats_text(data) + "\n")
+            sys.stdout.flush()
+            n += 1
+    finally:
+        _close(store)

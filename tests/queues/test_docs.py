@@ -1,19 +1,14 @@
-"""docs/queues.md promises that every snippet runs as is, top to bottom, in one session: run them."""
+"""docs/queues.md promises that every snippet runs as is, top to bottom, in one session: it does
+(the page runs through tests/docs_snippets.py)."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "queues.md"
+from tests.docs_snippets import blocks, run_page
 
 
 def test_every_snippet_in_docs_queues_md_runs():
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
-    assert len(blocks) >= 10
-    namespace: dict = {}
-    for n, block in enumerate(blocks, 1):
-        try:
-            exec(compile(block, f"{DOC.name}[snippet {n}]", "exec"), namespace)
-        except Exception as exc:
-            raise AssertionError(f"snippet {n} of {DOC.name} failed: {exc!r}\n{block}") from exc
+    python = [b for b in blocks("docs/queues.md") if b.lang == "python"]
+    assert len(python) >= 10 and all(b.runs for b in python)  # no fragment in this page
+    run = run_page("docs/queues.md")
+    assert run.failure() is None, run.failure()
+    assert len(run.runs) == len(python)

@@ -25,9 +25,9 @@ def example() -> str:
 
 
 def printed() -> list[str]:
-    """The output the doc shows under "It prints:" (the first plain fence after the example)."""
+    """The output the doc shows under "It prints:" (the first ```text fence after the example)."""
     after = _section().split("It prints:", 1)[1]
-    return re.search(r"```\n(.*?)```", after, re.S).group(1).splitlines()
+    return re.search(r"```text\n(.*?)```", after, re.S).group(1).splitlines()
 
 
 EXPECTED = [

@@ -8,7 +8,7 @@ that job's current lease:
 - a **queued** job (pending, failed, or leased with an expired lease) is cancelled at once, in
   one write, exactly as ``cancel(id)`` does;
 - a **running** job (a live lease) is flagged (``cancel_requested_at``). Its holder sees the flag
-  within a second (:mod:`tenure.cancel_watch`: PostgreSQL ``NOTIFY tenure_cancel``, a poll of
+  within a second (:mod:`tenure.worker.cancel_watch`: PostgreSQL ``NOTIFY tenure_cancel``, a poll of
   the flagged rows on SQLite), sets ``ctx.cancelled`` (reason: :data:`CANCEL_REQUESTED`) and
   settles the attempt ``cancelled`` with its own lease;
 - if the holder is gone (killed), its lease expires; the claim never takes a flagged job back

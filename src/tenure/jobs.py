@@ -550,7 +550,7 @@ class Jobs(_JobsBase):
         return _spread(_merge(out, unstorable, len(items)), where)
 
     def _complete_locked(self, session: Session, lease: Lease, text: str | None, at: int) -> TenureError | None:
-        """The handler transaction's completion (:mod:`tenure.handler_tx`): the job row has been
+        """The handler transaction's completion (:mod:`tenure.worker.handler_tx`): the job row has been
         locked in ``session`` since the instant ``at`` (the block's open, where the fence was
         checked), so nothing else can have moved it, and its lease is judged at ``at``. Answers
         None, or the refusal (an unstorable result: :class:`~tenure.errors.UnstorableValue`)."""

@@ -14,7 +14,7 @@ that thread by any task, because on SQLite one open transaction holds the store'
 connection (the gate) for its thread: a sibling task on the same loop cannot wait for it without
 freezing the loop that the holder needs to finish. Such a sibling's root call is refused at once
 (TN2071, saying why) rather than deadlocking; its own ``async with ctx.transaction()`` waits its
-turn without blocking the loop (:mod:`tenure.handler_tx`). On PostgreSQL each transaction has its
+turn without blocking the loop (:mod:`tenure.worker.handler_tx`). On PostgreSQL each transaction has its
 own connection, and siblings are not affected at all.
 
 Tests: ``tests/worker/test_handler_tx_liveness.py``.

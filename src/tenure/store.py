@@ -240,7 +240,7 @@ class Store:
 
     def _cancel_requested_local(self, job_id: str) -> None:
         """A cancel request was just flagged from this process: this process's workers look at
-        once (another process's holder sees it through tenure.cancel_watch)."""
+        once (another process's holder sees it through tenure.worker.cancel_watch)."""
         for worker in list(self._workers):
             watch = getattr(worker, "_cancel_watch", None)
             if watch is not None:

@@ -415,7 +415,7 @@ def test_6_14_renewal_off_expiry_sets_the_event_with_lease_expired(jobs, clock, 
     try:
         assert entered.wait(10)
         clock.advance(999)  # the lease still stands at expires_at - 1
-        time.sleep(0.2)  # several keeper ticks
+        assert worker.events.wait_more("keeper_ticks", 3, timeout=10)  # several keeper passes
         early.extend(reasons)
         assert worker.leases() and reasons == []
         clock.advance(1)
@@ -458,7 +458,7 @@ def test_6_14_renewal_off_an_open_handler_transaction_holds_the_lease(jobs, cloc
     try:
         assert in_block.wait(10)
         clock.advance(1500)
-        time.sleep(0.2)  # several keeper ticks past the lease
+        assert worker.events.wait_more("keeper_ticks", 3, timeout=10)  # several keeper passes past the lease
         go.set()
         _wait_for(lambda: len(outcomes) == 1)
     finally:

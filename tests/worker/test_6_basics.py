@@ -71,7 +71,8 @@ def test_6_3_at_most_concurrency_attempts_at_once(any_store, make_worker):
     w = make_worker(any_store, {"k": handler}, concurrency=3, poll_interval=0.01)
     w.start()
     wait_for(lambda: w.stats()["in_flight"] == 3, what="three attempts in flight")
-    time.sleep(0.1)  # give a fourth claim every chance to happen (it must not)
+    # Several more dispatcher turns with every slot full: a fourth claim would happen in one of them.
+    assert w.events.wait_more("turns", 3, timeout=10)
     assert w.stats()["in_flight"] == 3 and len(w.leases()) == 3 and peak[0] == 3
     assert any_store.jobs.counts()["leased"] == 3
     release.set()
@@ -141,7 +142,7 @@ def test_6_6_same_store_enqueue_wakes_idle_loops_at_once(live_store, make_worker
 
     w = make_worker(live_store, {"k": handler}, poll_interval=60, watch=False, maintenance=False)
     w.start()
-    time.sleep(0.05)  # let the first (empty) claim finish: the enqueues below meet an idle loop
+    assert w.events.wait("idle", 1, timeout=10)  # the first (empty) claim is done: the enqueues below meet an idle loop
     wakes = w.stats()["wakes"]
     latencies = []
     for _ in range(3):
@@ -208,7 +209,7 @@ def test_6_8_max_attempts_belongs_to_the_job(any_store, make_worker):
     w = make_worker(any_store, {"k": boom}, backoff_base=0, poll_interval=0.01)
     w.start()
     wait_for(lambda: any_store.jobs.get(job_id).state == "dead", what="the job to die")
-    time.sleep(0.05)
+    assert w.events.wait_more("turns", 3, timeout=10)  # a third attempt would be claimed by now
     job = any_store.jobs.get(job_id)
     assert (job.attempts, job.max_attempts, job.last_error) == (2, 2, "attempt 2")
     assert calls == [1, 2]
@@ -510,7 +511,7 @@ def test_settle_and_refill_keeps_concurrency_and_max_jobs(any_store, make_worker
 def test_claim_sizes_never_exceed_the_free_slots_and_come_from_a_small_set():
     """Each claim size is its own statement on PostgreSQL (its LIMIT is in the text so its prepared
     plan is reused): the worker claims from a fixed set of sizes, never more than it has free."""
-    from tenure.worker import _claim_size
+    from tenure.worker.producer import _claim_size
 
     sizes = {_claim_size(n) for n in range(1, 101)}
     assert all(0 < _claim_size(n) <= n for n in range(1, 10_001))

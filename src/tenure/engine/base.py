@@ -524,7 +524,7 @@ class Engine(abc.ABC):
 
     def cancel_watcher(self) -> Watcher | None:
         """A watcher woken when a cancel request is flagged (``jobs.request_cancel``) in any
-        process, or None when the engine has none (the holders then poll; :mod:`tenure.cancel_watch`)."""
+        process, or None when the engine has none (the holders then poll; :mod:`tenure.worker.cancel_watch`)."""
         return None
 
     def describe(self) -> str:

@@ -411,7 +411,7 @@ WHERE j.cancel_requested_at IS NOT NULL AND j.state = 'leased' AND j.lease_until
 RETURNING {J_COLS}
 """
 
-# The flagged jobs still leased: what the holders' cancel watch looks for (tenure.cancel_watch).
+# The flagged jobs still leased: what the holders' cancel watch looks for (tenure.worker.cancel_watch).
 CANCEL_FLAGGED = "SELECT id FROM tenure_jobs WHERE cancel_requested_at IS NOT NULL AND state = 'leased'"
 CANCEL_CHANNEL = "tenure_cancel"
 

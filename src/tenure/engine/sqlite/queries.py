@@ -245,7 +245,7 @@ WHERE id IN (SELECT id FROM tenure_jobs INDEXED BY tenure_jobs_cancel_requested
 RETURNING {COLS}
 """
 
-# The flagged jobs still leased: what the holders' cancel watch looks for (tenure.cancel_watch).
+# The flagged jobs still leased: what the holders' cancel watch looks for (tenure.worker.cancel_watch).
 CANCEL_FLAGGED = """
 SELECT id FROM tenure_jobs INDEXED BY tenure_jobs_cancel_requested
 WHERE cancel_requested_at IS NOT NULL AND state = 'leased'

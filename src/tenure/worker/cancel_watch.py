@@ -1,4 +1,4 @@
-"""The holder's side of ``jobs.request_cancel`` (issue 22): each worker watches for cancel
+"""The holder's side of ``jobs.request_cancel``: each worker watches for cancel
 requests on the jobs it runs and settles them ``cancelled`` with its own lease.
 
 One thread per worker. It wakes on the engine's cancel watcher (PostgreSQL: ``LISTEN
@@ -7,7 +7,7 @@ latest every :data:`POLL_S` seconds while attempts are in flight (SQLite has no 
 across processes; on PostgreSQL the poll is the backstop for a lost connection), and at once
 when a request is made in this process. It then reads the ids of the flagged leased jobs (a
 partial index that is empty unless an operator is cancelling something) and hands each of its
-own to :meth:`tenure.worker.Worker._cancel_requested`.
+own to :meth:`CancelRequests._cancel_requested`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,14 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from .. import worker_log
+from ..job_control import CANCEL_REQUESTED, settle_requested
+from .lifecycle import RUNNING, SETTLED, SETTLING
+from .state import WorkerState
+
 if TYPE_CHECKING:
-    from .worker import Worker
+    from .attempt import Attempt
+    from .core import Worker
 
 log = logging.getLogger("tenure.worker")
 
@@ -97,3 +103,49 @@ class CancelWatch:
         if flagged:
             for attempt in worker._attempts_of(flagged):
                 worker._cancel_requested(attempt)
+
+
+class CancelRequests(WorkerState):
+    """The worker's side of a cancel request: which attempts it runs, and settling one cancelled."""
+
+    def _has_attempts(self) -> bool:
+        return bool(self._attempts)
+
+    def _attempts_of(self, job_ids: set[str]) -> list[Attempt]:
+        with self._lock:
+            return [a for a in self._attempts.values() if a.job.id in job_ids]
+
+    def _cancel_requested(self, a: Attempt) -> None:
+        """An operator asked to cancel this attempt's job: set ``ctx.cancelled`` (reason
+        :data:`CANCEL_REQUESTED`) and settle the attempt ``cancelled`` with its own current lease.
+        The handler keeps its slot until it returns (its late result is ignored). With a handler
+        transaction open (the settle lock held) the next look settles it."""
+        if a.state is not RUNNING or a.lost is not None:
+            return
+        a.cancel(CANCEL_REQUESTED)
+        if not a.settle_lock.acquire(blocking=False):
+            return
+        try:
+            if a.state is not RUNNING:
+                return
+            a.state = SETTLING
+            try:
+                refused = settle_requested(self.store, a.lease)
+            except Exception as exc:  # noqa: BLE001 - storage trouble: looked at again next turn
+                a.state = RUNNING
+                log.warning("settling the cancel request of job %s failed: %s", a.job.id, exc)
+                return
+        finally:
+            a.settle_lock.release()
+        a.state = SETTLED
+        if refused is not None:
+            a.lost = refused  # another attempt or an operator settled it first
+            self._count("lost_settlements")
+            self._outcome(a, "lost", code=refused.code, reason=str(refused))
+        else:
+            a.operator_cancelled = True
+            self._count("cancellations")
+            worker_log.event(logging.INFO, a.job, a.lease.attempt, "cancelled", "cancelled (cancel requested)",
+                             self.owner)
+            self._outcome(a, "cancelled", code=CANCEL_REQUESTED.code, reason=str(CANCEL_REQUESTED))
+        self._check_exhausted()

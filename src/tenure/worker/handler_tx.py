@@ -8,7 +8,7 @@ fence refuses (superseded, expired, cancelled), everything rolls back, the appli
 included, and the attempt ends ``lost`` (or ``cancelled``). So writes made through ``tx`` happen
 exactly once per job, however many attempts run the handler.
 
-**The block holds the lease** (issue 19, item 9). The fence is checked when the block opens, and
+**The block holds the lease.** The fence is checked when the block opens, and
 the job row is locked from then until COMMIT or ROLLBACK (PostgreSQL ``FOR UPDATE``; SQLite's
 single write transaction), so nothing else can claim, renew, cancel or settle the job while the
 block runs: the lease is, in effect, extended for as long as the block holds it. The completion at
@@ -28,13 +28,14 @@ import asyncio
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _validate as v
-from .errors import FENCE_CODES, LeaseNotHeld, NestedRootCall, OperationWithdrawn, TenureError
-from .jobs import Transaction, refusal
+from .. import _validate as v
+from ..errors import FENCE_CODES, LeaseNotHeld, NestedRootCall, OperationWithdrawn, TenureError
+from ..jobs import Transaction, refusal
+from .lifecycle import DETACHED, RUNNING
 
 if TYPE_CHECKING:
-    from .engine.base import Session
-    from .worker import Attempt
+    from ..engine.base import Session
+    from .attempt import Attempt
 
 _UNSET = object()
 #: How often an async block on SQLite looks again whether a sibling task's block has ended.
@@ -60,14 +61,14 @@ class _HandlerTxScope:
     def _refuse_early(self) -> BaseException | None:
         """Why this attempt cannot open a handler transaction at all (checked under its lock)."""
         a = self._attempt
-        if a.detached:
+        if a.state is DETACHED:
             return OperationWithdrawn(f"job {a.job.id!r}: the worker stopped and detached this attempt; "
                                       "it can no longer write")
         if a.lost is not None:
             return a.lost
         if a.operator_cancelled:
             return LeaseNotHeld(f"job {a.job.id!r} was cancelled by an operator", job_id=a.job.id)
-        if a.settling or a.settled:
+        if a.state is not RUNNING:
             return LeaseNotHeld(f"job {a.job.id!r}: this attempt already settled it", job_id=a.job.id)
         if a.timed_out:
             return TimeoutError(f"job {a.job.id!r} timed out")
@@ -122,7 +123,7 @@ class _HandlerTxScope:
             try:
                 if a.timed_out:
                     raise TimeoutError(f"job {a.job.id!r} timed out; its handler transaction was rolled back")
-                if a.detached:
+                if a.state is DETACHED:
                     raise OperationWithdrawn(f"job {a.job.id!r}: the worker stopped and detached this "
                                              "attempt; its handler transaction was rolled back")
                 result = tx.result

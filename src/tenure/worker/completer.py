@@ -1,0 +1,300 @@
+"""The completer: settles finished attempts in batches (group commit), each item still fenced.
+
+A settler thread takes everything that finished meanwhile and settles it in one transaction;
+while the queue has a backlog it also claims the slots it frees in that same transaction
+(settle-and-claim, through the producer's slot accounting). On PostgreSQL two settlers each
+gather about half the slots, so one half's round trip overlaps the other half's handlers."""
+
+from __future__ import annotations
+
+import logging
+import queue as _queue
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .. import _validate as v
+from .. import worker_log
+from ..errors import (
+    FENCE_CODES,
+    OperationWithdrawn,
+    StorageError,
+    StoreBusy,
+    StoreUnavailable,
+    TenureError,
+    UnstorableValue,
+)
+from ..handler_control import Snooze
+from ..records import Claim
+from .attempt import Attempt
+from .lifecycle import DETACHED, SETTLED
+from .producer import Producer
+
+log = logging.getLogger("tenure.worker")
+
+MAX_SETTLE_BATCH = 500
+#: Settler threads on an engine with concurrent writers (PostgreSQL); one on SQLite.
+SETTLERS_MVCC = 2
+#: How long a settler waits for still-running handlers to join a batch below its target share.
+SETTLE_GATHER_S = 0.001
+#: Backoff bounds when a settlement fails for a storage reason (retried while the lease lasts).
+SETTLE_RETRY_MIN = 0.02
+SETTLE_RETRY_MAX = 1.0
+
+
+class Completer(Producer):
+    """Settles finished attempts (see the module docstring)."""
+
+    def _complete_loop(self, done: _queue.SimpleQueue) -> None:
+        with self.store.engine.deadline(self.call_timeout, self):
+            self._settle_loop(done)
+
+    def _settle_loop(self, done: _queue.SimpleQueue) -> None:
+        get, get_nowait = done.get, done.get_nowait
+        jobs = self.store._jobs
+        while True:
+            first = get()
+            batch = [first] if first is not None else []
+            stopping = first is None
+            while not stopping and len(batch) < MAX_SETTLE_BATCH:
+                try:
+                    item = get_nowait()
+                except _queue.Empty:
+                    if len(batch) >= self._settle_target or not self._running_besides(len(batch)):
+                        break
+                    try:  # other handlers are about to finish: let them join this batch
+                        item = get(timeout=SETTLE_GATHER_S)
+                    except _queue.Empty:
+                        break
+                if item is None:  # one per settler: leave the others theirs
+                    stopping = True
+                    break
+                batch.append(item)
+            if batch:
+                try:
+                    self._settle(jobs, batch)
+                except Exception:  # the settler never dies; the leases expire
+                    log.exception("settling %d job(s) failed", len(batch))
+                self.events.mark("settle_batches")
+            if stopping:
+                return
+
+    def _running_besides(self, settling: int) -> bool:
+        """Attempts still running (beyond ``settling`` finished ones and those being settled)."""
+        return len(self._attempts) - self._credit - settling > 0
+
+    def _settle(self, jobs, batch) -> None:  # noqa: C901 - the settlement batch, kept in one place
+        completes, fails = [], []
+        for attempt, ok, value in batch:
+            if attempt.state is DETACHED:
+                continue  # stop() gave up on it: nothing is written
+            if attempt.lost is not None or attempt.operator_cancelled:
+                self._end_unsettled(attempt)
+            elif ok:
+                completes.append((attempt, value))
+            else:
+                fails.append((attempt, value))
+        if completes:
+            items = [(a.lease, val) for a, val in completes]
+            with self._refill_section() as allowed, self._claim_section():
+                errors, claims, want = self._complete_and_refill(jobs, items, [a for a, _ in completes]) \
+                    if allowed else (None, [], 0)
+                if errors is not None:
+                    self._completed(completes, errors)
+                    self._start_attempts(claims, want)  # after the release: in flight stays <= N
+            if errors is None:  # settled alone (no lock held: this may retry while leases last)
+                try:
+                    errors = self._retrying(lambda: jobs.complete_many(
+                        items, encoded=True, cancel=self._halt, backoff_base_ms=self.backoff_base_ms,
+                        backoff_cap_ms=self.backoff_cap_ms),
+                                            [a for a, _ in completes])
+                except Exception as exc:  # noqa: BLE001 - storage trouble: the lease will expire
+                    self._count("settle_errors", len(completes))
+                    log.error("completing %d job(s) failed: %s", len(completes), exc)
+                    errors = [exc] * len(completes)
+                self._completed(completes, errors)
+        if fails and any(isinstance(err, Snooze) for _, err in fails):
+            for attempt, err in fails:
+                if isinstance(err, Snooze):
+                    self._snooze(jobs, attempt, err)
+            fails = [(a, err) for a, err in fails if not isinstance(err, Snooze)]
+        if fails:
+            items = [(a.lease, err) for a, err in fails]
+            now = time.monotonic()
+            details = [{"duration_ms": int((now - a.started) * 1000)} for a, _ in fails]
+            try:
+                results = self._retrying(
+                    lambda: jobs.fail_many(items, cancel=self._halt, backoff_base_ms=self.backoff_base_ms,
+                                           backoff_cap_ms=self.backoff_cap_ms, details=details),
+                    [a for a, _ in fails])
+            except Exception as exc:  # noqa: BLE001
+                self._count("settle_errors", len(fails))
+                log.error("failing %d job(s) failed: %s", len(fails), exc)
+                results = [exc] * len(fails)
+            for (attempt, error), res in zip(fails, results, strict=True):
+                code = getattr(error, "code", None)
+                refused = res if isinstance(res, BaseException) else None
+                if refused is None:
+                    worker_log.failed(attempt.job, attempt.lease.attempt, error, res, self.owner)
+                self._after_settle(attempt, "failed", refused, reason=v.error_message(error),
+                                   code=code if isinstance(code, str) else None,
+                                   error=error if isinstance(error, BaseException) else None)
+        self._check_exhausted()
+
+    def _snooze(self, jobs, attempt: Attempt, snooze: Snooze) -> None:
+        """Settle one attempt whose handler raised :class:`tenure.Snooze` (fenced)."""
+        try:
+            job = self._retrying(lambda: jobs.snooze(attempt.lease, snooze.delay_ms / 1000), [attempt])
+        except TenureError as exc:
+            if exc.code not in FENCE_CODES:
+                self._count("settle_errors")
+                log.error("snoozing job %s failed: %s", attempt.job.id, exc)
+            self._after_settle(attempt, "snoozed", exc)
+            return
+        except Exception as exc:  # noqa: BLE001
+            self._count("settle_errors")
+            log.error("snoozing job %s failed: %s", attempt.job.id, exc)
+            self._after_settle(attempt, "snoozed", exc)
+            return
+        worker_log.event(logging.INFO, attempt.job, attempt.lease.attempt, "snoozed",
+                         f"snoozed until {job.run_at} (epoch ms)", self.owner)
+        self._after_settle(attempt, "snoozed", None, reason=str(snooze))
+
+    def _completed(self, completes: list[tuple[Attempt, Any]], errors: list) -> None:
+        if self.on_outcome is None and not any(errors):
+            self._completed_all([a for a, _ in completes])
+        else:
+            for (attempt, _), err in zip(completes, errors, strict=True):
+                if isinstance(err, UnstorableValue):  # the store refused the result: the attempt
+                    # was FAILED with this reason instead (Jobs.complete_many), not lost
+                    self._after_settle(attempt, "failed", None, reason=str(err), code=err.code)
+                else:
+                    self._after_settle(attempt, "completed", err)
+
+    def _completed_all(self, attempts: list[Attempt]) -> None:
+        """A batch whose completions all landed, with no observer to tell: count it and free its
+        slots in one lock round and one wake-up."""
+        for a in attempts:
+            a.state = SETTLED
+        self._count("completions", len(attempts))
+        self._release(*attempts)
+
+    @contextmanager
+    def _refill_section(self) -> Iterator[bool]:
+        """Enter a settle-and-claim (True), unless stop() has begun (False)."""
+        with self._refills:
+            entered = not self._stop.is_set()
+            if entered:
+                self._refilling += 1
+        self._tls.refilling = entered
+        try:
+            yield entered
+        finally:
+            if entered:
+                self._tls.refilling = False
+                with self._refills:
+                    self._refilling -= 1
+                    self._refills.notify_all()
+
+    def _complete_and_refill(self, jobs, items, settling: list[Attempt]) -> tuple[list | None, list[Claim], int]:
+        """Settle a batch of completions and claim the slots it frees in ONE transaction, while
+        the queue has a backlog (the last claim came back full) and the worker is not stopping:
+        one commit and one trip to the store per cycle instead of two, and no wait for the
+        dispatcher to wake. Answers ``(errors, claims, reserved)``; ``errors`` is None when
+        nothing was settled here (no backlog, or the combined call failed and rolled back), and
+        the caller then settles the batch alone, retrying as usual."""
+        if not self._backlog or self._stop.is_set():
+            return None, [], 0
+        want = self._reserve(settling)
+        if not want:
+            return None, [], 0
+        try:
+            with self.store.engine.deadline(self.call_timeout, self._claim_group):
+                errors, claims = jobs.complete_and_claim(items, self.kinds, owner=self.owner, limit=want,
+                                                         lease_ms=self.lease_ms, queues=self.queues,
+                                                         cancel=self._stop, instance=self.instance)
+        except Exception as exc:  # noqa: BLE001 - rolled back: settle alone, claim later
+            self._uncredit(settling)
+            self._start_attempts([], want)
+            self._claim_failed(exc)
+            if not isinstance(exc, OperationWithdrawn):
+                self._count("claim_errors")
+                log.warning("settle-and-claim failed, settling alone: %s", exc)
+            return None, [], 0
+        return errors, claims, want
+
+    def _retrying(self, call: Callable[[], Any], attempts: list[Attempt]) -> Any:
+        """Run a settling call; a storage failure is retried with backoff until ``stop()`` halts.
+        A busy or unreachable store (TN0003, TN0005) is retried until it answers, however long
+        that takes, so that the fence decides: a lease that expired meanwhile is then recorded as
+        lost with TN2067, never with the storage code (docs/spec.md 6.13). Any other storage
+        failure is retried while every lease in the batch still stands by this process's
+        reckoning. Settling twice from one attempt is idempotent, so a retry is always safe."""
+        delay = SETTLE_RETRY_MIN
+        warned = False
+        while True:
+            try:
+                return call()
+            except StorageError as exc:
+                if self._halt.is_set():
+                    raise
+                if not isinstance(exc, StoreBusy | StoreUnavailable):
+                    expiry = min(a.last_renew for a in attempts) + self.lease_ms / 1000
+                    if time.monotonic() + delay >= expiry:
+                        raise
+                if not warned:
+                    log.warning("settling %d job(s) failed, retrying while their leases last (a busy or "
+                                "unreachable store: until it answers, and the fence decides): %s",
+                                len(attempts), exc)
+                    warned = True
+                if self._halt.wait(delay):
+                    raise
+                delay = min(delay * 2, SETTLE_RETRY_MAX)
+
+    def _after_settle(self, attempt: Attempt, outcome: str, err: BaseException | None,
+                      reason: str | None = None, code: str | None = None,
+                      error: BaseException | None = None) -> None:
+        """Count and report one settled attempt. ``err`` is the settling call's refusal (or
+        storage error); ``code`` is the handler's own coded error, reported with a failure
+        (a refused workflow resume fails with TN2069, checklist decision 6); ``error`` is the
+        exception the handler raised (given to ``on_outcome`` as ``exception``)."""
+        attempt.state = SETTLED
+        if err is None:
+            self._count({"completed": "completions", "snoozed": "snoozes"}.get(outcome, "failures"))
+            if outcome == "failed" and attempt.timed_out:
+                self._count("timeouts")
+            self._outcome(attempt, outcome, code=code, reason=reason, error=error)
+        elif (fence_code := getattr(err, "code", None)) in FENCE_CODES:
+            if attempt.operator_cancelled:
+                self._count("cancellations")
+                self._outcome(attempt, "cancelled", code=fence_code, reason=str(err))
+            else:
+                self._count("lost_settlements")
+                self._outcome(attempt, "lost", code=fence_code, reason=str(err))
+        else:
+            # Storage failure at settlement: nothing landed; the lease expires and the job is
+            # reclaimed (at-least-once). Reported as lost, with the storage code.
+            self._count("lost_settlements")
+            self._outcome(attempt, "lost", code=getattr(err, "code", None), reason=str(err))
+        self._release(attempt)
+
+    def _end_unsettled(self, attempt: Attempt) -> None:
+        attempt.state = SETTLED
+        if attempt.operator_cancelled:
+            self._count("cancellations")
+            reason = attempt.cancelled.reason
+            self._outcome(attempt, "cancelled", code=getattr(reason, "code", None), reason=str(reason))
+        else:
+            lost = attempt.lost
+            assert lost is not None  # _settle ends an attempt unsettled only when lost or cancelled
+            self._count("lost_settlements")
+            self._outcome(attempt, "lost", code=lost.code, reason=str(lost))
+        self._release(attempt)
+
+    def _handler_tx_completed(self, a: Attempt) -> None:
+        """The handler transaction committed the completion: count it once."""
+        a.state = SETTLED
+        self._count("completions")
+        self._outcome(a, "completed")
+        self._check_exhausted()

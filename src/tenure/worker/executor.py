@@ -1,0 +1,91 @@
+"""The executor: runs each attempt's handler, on a slot thread (sync) or the worker's event
+loop (async), and hands what it returned or raised to the completer."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import queue as _queue
+from typing import Any
+
+from .. import _validate as v
+from ..errors import (
+    UnstorableValue,
+)
+from ..tracing import run_span
+from .attempt import _RUNNING, SHUTDOWN, Attempt
+from .lifecycle import DETACHED, RUNNING, SETTLING
+from .state import WorkerState
+
+log = logging.getLogger("tenure.worker")
+
+class Executor(WorkerState):
+    """Runs handlers (see the module docstring)."""
+
+    def _slot(self, slots: _queue.SimpleQueue) -> None:
+        get = slots.get
+        while True:
+            attempt = get()
+            if attempt is None:
+                return
+            _RUNNING.attempt = attempt  # see Attempt.cancel_by_operator
+            try:
+                with run_span(attempt.job, attempt.lease.attempt):
+                    result = attempt.handler(attempt.job.payload, attempt.ctx)
+                    if inspect.isawaitable(result):
+                        result = asyncio.run(_await(result))
+            except BaseException as exc:  # noqa: BLE001 - a handler cannot break the loop (6.22)
+                _RUNNING.attempt = None
+                self._finish(attempt, False, exc)
+            else:
+                _RUNNING.attempt = None
+                self._finish(attempt, True, result)
+
+    async def _run_async(self, attempt: Attempt) -> None:
+        task = attempt.task = asyncio.current_task()
+        assert task is not None  # this coroutine runs as a task
+        if attempt.cancelled.is_set() and attempt.cancelled.reason is SHUTDOWN:
+            task.cancel()
+        try:
+            with run_span(attempt.job, attempt.lease.attempt):
+                result = await attempt.handler(attempt.job.payload, attempt.ctx)
+        except BaseException as exc:  # noqa: BLE001
+            self._finish(attempt, False, exc)
+        else:
+            self._finish(attempt, True, result)
+
+    def _finish(self, attempt: Attempt, ok: bool, value: Any) -> None:
+        """The handler returned (ok) or raised: queue its settlement, unless it cannot settle.
+        Never raises (it runs on a slot thread or the event loop)."""
+        try:
+            if attempt.progress is not None and attempt.state is not DETACHED:
+                attempt.progress.flush()  # the last report is stored before the attempt settles
+            if attempt.state is DETACHED:
+                return  # stop() gave up on it: write nothing, count nothing (6.26)
+            with attempt.settle_lock:
+                taken = attempt.state is RUNNING
+                if taken:
+                    attempt.state = SETTLING
+            if not taken:  # the handler transaction or the timeout already settled it
+                self._release(attempt)
+                return
+            if attempt.timed_out:
+                ok, value = False, "job timed out"
+            elif ok:
+                if value is not None:
+                    try:
+                        value = v.dump_json(value, "the handler's result", self.store.max_payload_bytes)
+                    except Exception as exc:  # noqa: BLE001 - whatever a strange object raises
+                        # The attempt fails with TN1004 (retried within max_attempts), never loops.
+                        ok, value = False, exc if isinstance(exc, UnstorableValue) else UnstorableValue(
+                            f"the handler's result cannot be stored: {v.error_message(exc)}")
+            elif isinstance(value, asyncio.CancelledError) and attempt.cancelled.reason is SHUTDOWN:
+                value = "the worker stopped while the job ran (cancelled)"
+            self._done.put((attempt, ok, value))
+        except BaseException:  # last resort: the lease expires, the job is reclaimed
+            log.exception("finishing job %s failed", attempt.job.id)
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

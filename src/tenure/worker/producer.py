@@ -1,0 +1,245 @@
+"""The producer: claims jobs in batches as slots free up, and starts their attempts.
+
+One dispatcher thread claims (``claim_many`` up to the free slots), woken at once by an enqueue on
+the same store, by the engine's cross-process watcher (SQLite ``data_version``, PostgreSQL
+``LISTEN``), by a slot freeing up, or by ``poll_interval``. A claim whose answer was lost (the
+connection broke under it) is given back on the next turn."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, cast
+
+from ..errors import (
+    OperationWithdrawn,
+    StoreClosed,
+    StoreUnavailable,
+    TenureError,
+)
+from ..records import Claim
+from .attempt import SHUTDOWN, Attempt
+from .executor import Executor
+
+if TYPE_CHECKING:
+    from .core import Worker
+
+log = logging.getLogger("tenure.worker")
+
+#: How long one wait on the cross-process watcher lasts. The watch thread owns its watcher and
+#: closes it itself when the worker stops (closing a SQLite connection from another thread while it
+#: runs a statement is not safe), so ``stop()`` waits at most this long for it.
+WATCH_SLICE = 0.05
+
+
+def _claim_size(free: int) -> int:
+    """How many to claim for ``free`` slots: the largest of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... not
+    above it. Each claim size is its own statement text on PostgreSQL (its LIMIT is written into
+    the text so that its prepared plan is reused); claiming any number from 1 to 100 would keep
+    ~100 statements un-prepared and re-planned. The rest of the free slots are claimed at once by
+    the next claim (the dispatcher claims again without waiting after a full batch)."""
+    if free <= 4:
+        return free
+    size = 1 << (free.bit_length() - 1)
+    return size + size // 2 if free >= size + size // 2 else size
+
+
+class Producer(Executor):
+    """Claims and starts attempts (see the module docstring); hands each to the executor."""
+
+    def _on_local_enqueue(self) -> None:
+        self._wake.set()
+
+    # -- dispatcher ------------------------------------------------------------------------------
+    def _watch(self, watcher, stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                try:
+                    if watcher.wait(WATCH_SLICE) and not stop.is_set():
+                        self._wake.set()
+                except Exception:  # noqa: BLE001 - the poll is the fallback
+                    if stop.wait(self.poll_interval or 0.5):
+                        return
+        finally:
+            try:
+                watcher.close()
+            except Exception:
+                log.debug("closing the watcher failed", exc_info=True)
+
+    def _dispatch(self, gen: int) -> None:
+        with self.store.engine.deadline(self.call_timeout, self._claim_group):
+            self._dispatch_loop(gen)
+
+    def _dispatch_loop(self, gen: int) -> None:
+        jobs = self.store._jobs
+        stop, wake, events = self._stop, self._wake, self.events
+        while not stop.is_set() and gen == self._generation:
+            if self._lost_claims:
+                self._release_lost_claims(jobs)
+            want = self._reserve()
+            if want <= 0:
+                events.mark("turns")
+                wake.wait(self.poll_interval or None)
+                wake.clear()
+                continue
+            try:
+                with self._claim_section():
+                    try:
+                        claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want,
+                                                 lease_ms=self.lease_ms, queues=self.queues, cancel=stop,
+                                                 instance=self.instance)
+                    except BaseException:
+                        self._start_attempts([], want)
+                        raise
+                    self._start_attempts(claims, want)
+            except OperationWithdrawn:
+                return
+            except Exception as exc:  # noqa: BLE001 - counted and logged, never swallowed silently
+                self._claim_failed(exc)
+                self._count("claim_errors")
+                if isinstance(exc, StoreClosed) or not isinstance(exc, TenureError):
+                    log.error("claim failed: %s", exc)
+                else:
+                    log.warning("claim failed: %s", exc)
+                if stop.wait(max(self.poll_interval, 0.05)):
+                    return
+                continue
+            events.mark("turns")
+            if claims and len(claims) == want:
+                continue  # there may be more: claim again without waiting
+            events.mark("idle")
+            woke = wake.wait(self.poll_interval) if self.poll_interval > 0 else wake.wait()
+            wake.clear()
+            self._count("wakes" if woke else "polls")
+
+    @contextmanager
+    def _claim_section(self) -> Iterator[None]:
+        """Around a claim and the registration of what it claimed: waits while a lost-claim
+        release runs (and that release waits for the sections in progress)."""
+        cv = self._claims_cv
+        with cv:
+            while self._releasing and not self._stop.is_set():
+                cv.wait(0.05)
+            self._claiming += 1
+        try:
+            yield
+        finally:
+            with cv:
+                self._claiming -= 1
+                cv.notify_all()
+
+    def _claim_failed(self, exc: BaseException) -> None:
+        """A claim raised. When the connection broke under it (TN0005: the server may have
+        committed it and the answer is lost), give back at once whatever it leased to this
+        instance, on the dispatcher's next turn, instead of letting those jobs wait a lease."""
+        if isinstance(exc, StoreUnavailable):
+            self._lost_claims = True
+            self._wake.set()
+
+    def _release_lost_claims(self, jobs, stopping: bool = False) -> None:
+        """Give back the leases stamped with this worker's instance that it does not run (see
+        :meth:`tenure.jobs.Jobs.release_lost_claims`), with no claim of its own in progress. On
+        failure (the store still unreachable) it is tried again on the next turn."""
+        cv = self._claims_cv
+        with cv:
+            self._releasing = True
+            while self._claiming and not self._stop.is_set():
+                cv.wait(0.05)
+        try:
+            if self._stop.is_set() and not stopping:
+                return
+            with self._lock:
+                held = [a.job.id for a in self._attempts.values()]
+            ids = jobs.release_lost_claims(self.instance, keep=held, cancel=None if stopping else self._stop)
+            self._lost_claims = False
+            if ids:
+                self._count("claims_released", len(ids))
+                log.warning("gave back %d job(s) claimed by a call whose answer was lost: %s",
+                            len(ids), ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else ""))
+        except OperationWithdrawn:
+            return
+        except Exception as exc:  # noqa: BLE001 - retried on the next turn
+            log.warning("could not give back lost claims yet (retrying): %s", exc)
+            if not stopping:
+                self._stop.wait(max(min(self.poll_interval, 1.0), 0.05))
+        finally:
+            with cv:
+                self._releasing = False
+                cv.notify_all()
+
+    def _reserve(self, settling: Sequence[Attempt] = ()) -> int:
+        """How many jobs to claim now, reserved against the free slots (under the worker's lock,
+        so the dispatcher and the settlers never claim the same slot twice), bucketed by
+        :func:`_claim_size`. The caller hands the reservation back to :meth:`_start_attempts`.
+
+        ``settling``: attempts the caller settles in the same transaction as this claim (their
+        slots are freed before its claims start). Up to the reservation they are *credited*: each
+        funds one reserved slot, so ``len(attempts) + reserved - credit`` never exceeds
+        ``concurrency``, and since no reservation is smaller than its credit, neither does the
+        number of attempts in flight (6.3), however many settlers claim at once."""
+        with self._lock:
+            if self._quarantine is not None:
+                return 0  # a reclaimed attempt is running: it runs alone (see _start_attempts)
+            free = self.concurrency - len(self._attempts) - self._reserved + self._credit + len(settling)
+            if self.max_jobs is not None:
+                free = min(free, self.max_jobs - self._stats["claims"] - self._reserved)
+            if free <= 0:
+                return 0
+            want = _claim_size(min(free, self.claim_batch))
+            self._reserved += want
+            for a in settling[:want]:
+                a.credited = True
+            self._credit += min(want, len(settling))
+            return want
+
+    def _uncredit(self, settling: Sequence[Attempt]) -> None:
+        """A settle-and-claim that did not happen: its attempts fund nothing any more."""
+        with self._lock:
+            for a in settling:
+                if a.credited:
+                    a.credited = False
+                    self._credit -= 1
+
+    def _start_attempts(self, claims: list[Claim], reserved: int) -> None:
+        """Register a claimed batch (one lock round for all of it, which also returns the claim's
+        ``reserved`` slots) and hand each attempt to a slot or to the event loop."""
+        handlers, asyncs, default_timeout = self.handlers, self._async, self.default_timeout_ms
+        attempts = []
+        worker = cast("Worker", self)  # a producer is always part of a Worker
+        for claim in claims:
+            job = claim.job
+            attempts.append(Attempt(worker, claim, handlers[job.kind], job.timeout_ms or default_timeout))
+        with self._lock:
+            self._reserved -= reserved
+            self._backlog = bool(claims) and len(claims) == reserved
+            if not claims:
+                return
+            self._stats["claims"] += len(claims)
+            mine = self._attempts
+            for attempt in attempts:
+                mine[attempt.token] = attempt
+            if claims[0].reclaimed:
+                # Reclaimed from an expired lease, so it comes alone (the claim's rule), and no
+                # claim starts until it ends: if it is what killed its last worker, it can take
+                # no job claimed after it down with it (docs/guarantees.md, "Liveness").
+                self._quarantine = attempts[0]
+        registry = self.store._attempts
+        stopping = self._stop.is_set()
+        sync = []
+        for attempt in attempts:
+            registry[attempt.token] = attempt
+            if stopping:
+                attempt.cancel(SHUTDOWN)
+            if asyncs[attempt.job.kind]:
+                loop = self._loop
+                assert loop is not None  # started with the worker when any handler is async
+                attempt.loop = loop
+                asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
+            else:
+                sync.append(attempt)
+        put = self._slots.put
+        for attempt in sync:
+            put(attempt)

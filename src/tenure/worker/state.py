@@ -1,0 +1,207 @@
+"""What every part of a worker shares: its validated configuration, its counters and outcome
+reports, its in-flight attempts and the slot bookkeeping.
+
+The parts (:mod:`~tenure.worker.executor`, :mod:`~tenure.worker.producer`,
+:mod:`~tenure.worker.completer`, :mod:`~tenure.worker.keeper`,
+:mod:`~tenure.worker.cancel_watch`) each add their methods to :class:`WorkerState`;
+:class:`tenure.worker.Worker` puts them together and starts and stops the threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import queue as _queue
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .. import _validate as v
+from ..errors import InvalidType
+from ..jobs import DEFAULT_LEASE_MS
+from ..limits import call_timeout_for_lease
+from ..worker_health import DEFAULT_ZOMBIE_SHARE, check_grace, check_share
+from .attempt import Attempt
+from .events import Milestones
+
+if TYPE_CHECKING:
+    from ..maintenance import Maintainer
+    from ..store import Store
+    from .cancel_watch import CancelWatch
+
+log = logging.getLogger("tenure.worker")
+
+MAX_CLAIM_BATCH = 100
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    target = fn if inspect.isroutine(fn) else type(fn).__call__
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
+
+
+def _new_instance() -> str:
+    """A worker instance id, unique per process and per run: ``host:pid:random``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+class WorkerState:
+    """A worker's configuration and shared state (see :class:`tenure.worker.Worker` for the
+    options); every part of the worker reads and writes it under ``_lock``."""
+
+    # Set at every start() (Worker._start_threads): the run's events, queues and slot accounting.
+    _stop: threading.Event  # stop claiming; cancel handlers
+    _halt: threading.Event  # after the grace: keeper exits, gate waits are withdrawn
+    _wake: threading.Event
+    _reserved: int  # slots promised to a claim in progress (see Producer._reserve)
+    _credit: int  # slots of credited attempts (being settled by a settle-and-claim)
+    _backlog: bool  # the last claim came back full: more jobs are likely waiting
+    # A job reclaimed from an expired lease (its last worker was lost, maybe BY it) runs alone:
+    # while it runs, this worker claims nothing more (docs/guarantees.md, "Liveness").
+    _quarantine: Attempt | None
+    _slots: _queue.SimpleQueue
+    _done: _queue.SimpleQueue
+    _loop: asyncio.AbstractEventLoop | None
+    _settle_target: int
+    _cancel_watch: CancelWatch
+
+    def __init__(self, store: Store, handlers: dict[str, Callable[..., Any]], *, concurrency: int = 1,
+                 poll_interval: float = 0.5, lease_ms: int = DEFAULT_LEASE_MS, owner: str | None = None,
+                 renew: bool = True, on_outcome: Callable[[dict[str, Any]], Any] | None = None,
+                 backoff_base: float = 1.0, backoff_cap: float = 60.0, stop_grace: float = 5.0,
+                 queues: str | list[str] | None = None, timeout: float | None = None,
+                 claim_batch: int = MAX_CLAIM_BATCH, watch: bool = True, maintenance: bool = True,
+                 max_jobs: int | None = None, zombie_share: float = DEFAULT_ZOMBIE_SHARE,
+                 zombie_grace: float | None = None) -> None:
+        if not isinstance(handlers, dict) or not handlers:
+            raise InvalidType("handlers must be a non-empty dict of {kind: callable}")
+        for kind, fn in handlers.items():
+            v.name(kind, "handler kind")
+            if not callable(fn):
+                raise InvalidType(f"the handler for {kind!r} is not callable: {fn!r}")
+        v.positive_int(concurrency, "concurrency", maximum=10_000)
+        v.lease_ms(lease_ms)
+        v.positive_int(claim_batch, "claim_batch", maximum=10_000)
+        v.positive_int(max_jobs, "max_jobs", allow_none=True)
+        zombie_share = check_share(zombie_share)
+        zombie_grace = check_grace(zombie_grace)
+        for name, val in (("poll_interval", poll_interval), ("backoff_base", backoff_base),
+                          ("backoff_cap", backoff_cap), ("stop_grace", stop_grace)):
+            v.seconds_setting(val, name)  # finite, >= 0, at most ten years (one verdict per input)
+        if on_outcome is not None and not callable(on_outcome):
+            raise InvalidType("on_outcome must be callable")
+        if owner is not None and (not isinstance(owner, str) or not owner):
+            raise InvalidType("owner must be a non-empty string (it is diagnostics, never a guard)")
+        if owner is not None:
+            v.text(owner, "owner", max_chars=v.MAX_ID)  # refused now, not at every claim
+        self.store = store
+        self.handlers = dict(handlers)
+        self.kinds = sorted(self.handlers)
+        self.queues = None if queues is None else v.names(queues, "queues")
+        self.concurrency = concurrency
+        self.poll_interval = float(poll_interval)
+        self.lease_ms = lease_ms
+        #: Each database call of this worker must answer within this many seconds, else it is cut
+        #: and fails like an unreachable store (tenure.limits; PostgreSQL only, SQLite is local).
+        self.call_timeout = call_timeout_for_lease(lease_ms, getattr(store.engine, "call_timeout", None))
+        self._claim_group = object()  # the deadline group of this worker's claims (see stop())
+        #: This worker's identity, unique per process and per worker (``host:pid:random``): every
+        #: lease it claims is stamped with it (``lease_instance``), and the maintenance reaper and
+        #: the lost-claim release match leases by it. ``owner`` (defaulting to it) is diagnostics.
+        self.instance = _new_instance()
+        self.owner = owner or self.instance
+        self.renew = renew
+        self.on_outcome = on_outcome
+        self.backoff_base_ms = int(backoff_base * 1000)
+        self.backoff_cap_ms = int(backoff_cap * 1000)
+        self.stop_grace = float(stop_grace)
+        self.default_timeout_ms = v.duration_ms(timeout, "timeout", seconds=True, positive=True)
+        self.claim_batch = claim_batch
+        self.watch = watch
+        self.maintenance = maintenance
+        self.max_jobs = max_jobs
+        self.zombie_share = zombie_share
+        self.zombie_grace = self.stop_grace if zombie_grace is None else zombie_grace
+        #: Set once ``max_jobs`` attempts have settled (never set without ``max_jobs``).
+        self.exhausted = threading.Event()
+        #: Milestones tests and hosts can wait on (:mod:`tenure.worker.events`).
+        self.events = Milestones()
+        self._maintainer: Maintainer | None = None
+        self._async = {k: _is_async(fn) for k, fn in self.handlers.items()}
+        self._lock = threading.Lock()
+        self._stop_lock = threading.Lock()
+        # Settle-and-claim calls in progress (one per settler at most). stop() waits for them to
+        # register what they claimed before it looks at what is in flight, and none starts once
+        # stop() has begun, so a job claimed that way is either seen (and stopped) or never claimed.
+        self._refills = threading.Condition()
+        self._refilling = 0
+        self._tls = threading.local()
+        self._attempts: dict[str, Attempt] = {}
+        self._settlers: list[threading.Thread] = []
+        self._stats = dict.fromkeys(
+            ("claims", "completions", "failures", "lost_settlements", "cancellations", "renewals",
+             "renewal_errors", "wakes", "polls", "claim_errors", "settle_errors", "timeouts", "snoozes",
+             "claims_released"), 0)
+        # Claims whose answer was lost (see _release_lost_claims): claims in progress, and whether
+        # a release is due or running (a release waits for the claims in progress; claims wait
+        # for a release), so the release never gives back a lease a concurrent claim just took.
+        self._claims_cv = threading.Condition()
+        self._claiming = 0
+        self._releasing = False
+        self._lost_claims = False
+        self._running = False
+        self._threads: list[threading.Thread] = []
+        self._watch_thread: threading.Thread | None = None
+        self._generation = 0  # bumps at every start(): a cancelled loop can never be revived
+
+    # -- counting and outcomes ---------------------------------------------------------------------
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self._stats[key] += n
+
+    def _check_exhausted(self) -> None:
+        if self.max_jobs is None or self.exhausted.is_set():
+            return
+        s = self._stats
+        with self._lock:
+            settled = s["completions"] + s["failures"] + s["lost_settlements"] + s["cancellations"] + s["snoozes"]
+        if settled >= self.max_jobs:
+            self.exhausted.set()
+
+    def _outcome(self, attempt: Attempt, outcome: str, code: str | None = None, reason: str | None = None,
+                 error: BaseException | None = None):
+        cb = self.on_outcome
+        if cb is None:
+            return
+        event = {"outcome": outcome, "job_id": attempt.job.id, "kind": attempt.job.kind,
+                 "attempt": attempt.lease.attempt, "generation": attempt.lease.generation}
+        if code is not None:
+            event["code"] = code
+        if reason is not None:
+            event["reason"] = reason
+        if error is not None:
+            event["exception"] = error
+        try:
+            cb(event)
+        except Exception:  # an observer never affects the loop (6.17)
+            log.exception("on_outcome observer raised; ignored")
+
+    def _release(self, *attempts: Attempt) -> None:
+        """Free the attempts' slots (one lock round for all of them) and wake the dispatcher."""
+        with self._lock:
+            mine = self._attempts
+            for a in attempts:
+                mine.pop(a.token, None)
+                if a is self._quarantine:
+                    self._quarantine = None
+                if a.credited:
+                    a.credited = False
+                    self._credit -= 1
+        registry = self.store._attempts
+        for a in attempts:
+            registry.pop(a.token, None)
+            a.finished.set()
+        self._wake.set()

@@ -224,12 +224,17 @@ def duration_ms(value: Any, what: str, *, seconds: bool = False, positive: bool 
     return int(ms)
 
 
+#: One encoder for every payload: ``json.dumps`` with non-default arguments builds a new
+#: ``JSONEncoder`` per call (~1.5 µs of a bulk enqueue's row; issue 26).
+_ENCODE = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode
+
+
 def dump_json(value: Any, what: str, limit: int = MAX_PAYLOAD_BYTES) -> str:
     """JSON text for a payload or result that the store can hold and a worker can decode:
     NaN/inf and non-JSON types are refused (TN1002), nesting deeper than 100 (TN1001), a lone
     surrogate (TN1004, :func:`tenure._sanitize.storable_json`)."""
     try:
-        text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+        text = _ENCODE(value)
     except (TypeError, ValueError) as exc:
         raise InvalidType(f"{what} must be JSON-serialisable: {exc}") from None
     except RecursionError:

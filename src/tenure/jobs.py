@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import _sanitize, bulk_admin
@@ -37,7 +37,7 @@ from .errors import (
     UnstorableValue,
 )
 from .handler_control import Discard, Retry
-from .ids import new_job_id
+from .ids import new_job_id, new_job_ids
 from .job_control import cancel_abandoned, request_cancel
 from .records import Checkpoint, Claim, Job, Lease, Page, Progress, SweepResult, Undecodable
 from .tracing import enqueue_headers
@@ -52,6 +52,46 @@ DEFAULT_BACKOFF_CAP_MS = 60_000
 SWEEP_BATCH = 1_000
 #: The largest lease generation a row can hold (an INTEGER column on both engines).
 MAX_GENERATION = 2**31 - 1
+#: From this many jobs on, ``enqueue_many`` streams jobs that cannot collide into the store
+#: (``Queues.insert_fresh``); fewer go as one INSERT statement.
+STREAM_MIN_JOBS = 64
+#: An ``enqueue_many`` item with one of these keys may collide with a stored job: it takes the
+#: path that answers the job it collided with.
+_COLLIDING_KEYS = frozenset({"id", "singleton_key", "singleton_for", "debounce"})
+
+
+class NotStreamable(Exception):
+    """A job handed to ``Queues.insert_fresh`` that it cannot stream (its queue not among those
+    announced, or a uniqueness key): ``enqueue_many`` inserts the jobs the other way instead."""
+
+
+def _streamable(specs: list[Any]) -> bool:
+    """Whether every item is a dict that cannot collide with a stored job (its id is minted, it
+    has no uniqueness option) and names its queue by a string (or not at all)."""
+    for spec in specs:
+        if type(spec) is not dict or not _COLLIDING_KEYS.isdisjoint(spec):
+            return False
+        q = spec.get("queue", "default")
+        if type(q) is not str:
+            return False
+    return True
+
+
+#: Kind and queue names already found valid (v.name), so a bulk enqueue checks each name once.
+_VALID_NAMES: set[str] = set()
+_VALID_NAMES_MAX = 10_000
+
+
+def _remember_name(name: str) -> None:
+    if len(_VALID_NAMES) >= _VALID_NAMES_MAX:
+        _VALID_NAMES.clear()
+    _VALID_NAMES.add(name)
+
+
+#: The keys of an ``enqueue_many`` item that are ``enqueue``'s own arguments; any other key is a
+#: job option (docs/queues.md).
+_SPEC_KEYS = frozenset({"kind", "payload", "id", "run_at", "delay", "max_attempts", "queue", "priority",
+                        "timeout", "singleton_key", "singleton_for", "group_key", "tags", "meta"})
 _loads = json.loads
 log = logging.getLogger("tenure.jobs")
 
@@ -300,47 +340,110 @@ class _JobsBase:
         if isinstance(jobs, dict | str | bytes) or not isinstance(jobs, Iterable):
             raise InvalidType(f"enqueue_many takes an iterable of dicts of enqueue arguments, got "
                               f"{type(jobs).__name__}")
-        built = [self._build_spec(spec) for spec in jobs]
+        specs = jobs if isinstance(jobs, list) else list(jobs)
+        minted = iter(new_job_ids(len(specs)))  # one clock read and one urandom for the batch
+        if len(specs) >= STREAM_MIN_JOBS and _streamable(specs):
+            return self._insert_streamed(specs, minted, conn)
+        built = [self._build_spec(spec, minted) for spec in specs]
         if not built:
             return []
         return self._insert(built, conn)
 
-    def _build_spec(self, spec: Any) -> NewJob:
-        """One ``enqueue_many`` item, validated and encoded (nothing is written)."""
+    def _insert_streamed(self, specs: list[dict[str, Any]], minted: Iterator[str], conn: Any) -> list[str | None]:
+        """``enqueue_many`` of jobs that cannot collide (see :func:`_streamable`): each is built
+        (validated) and handed to the store as the previous ones are being written
+        (``Queues.insert_fresh``: COPY on PostgreSQL), so the database inserts while Python
+        validates. A bad item undoes the lot, as on the other path. Where the store cannot stream
+        (SQLite, a queue with a policy), or the write was interrupted by a lost connection, the
+        rest is built and everything goes through :meth:`_insert`."""
+        store = self._store
+        built: list[NewJob] = []
+
+        def each() -> Iterator[NewJob]:
+            for spec in specs:
+                job = self._build_spec(spec, minted)
+                built.append(job)
+                yield job
+
+        source = each()
+        queues = {spec.get("queue", "default") for spec in specs}
+        ids: list[str] | None = None
+        now = store._now()
+        try:
+            if conn is not None:
+                try:
+                    ids = store.queues.insert_fresh(store._adopt(conn), source, queues, now)
+                except (TenureError, NotStreamable):
+                    raise
+                except Exception as exc:  # the caller's connection: still never a raw driver error
+                    err = store.engine.classify(exc)
+                    if err is exc:
+                        raise
+                    raise err from exc
+            else:
+                with self._session() as s:
+                    ids = store.queues.insert_fresh(s, source, queues, now)
+        except NotStreamable:
+            ids = None
+        except StoreUnavailable as exc:
+            if conn is not None or not self._retriable(exc):
+                raise
+            ids = None  # it may have committed: _insert answers an existing id as itself
+        if ids is None:
+            for _ in source:  # build (validate) the rest: each() appends every job to built
+                pass
+            return self._insert(built, conn)
+        self._after_enqueue()
+        return list(ids)
+
+    def _build_spec(self, spec: Any, minted: Iterator[str] | None = None) -> NewJob:
+        """One ``enqueue_many`` item, validated and encoded (nothing is written). ``minted``
+        supplies the id of an item that has none."""
         if not isinstance(spec, dict):
             raise InvalidType(f"enqueue_many takes dicts of enqueue arguments, got {type(spec).__name__}")
-        spec = dict(spec)
-        try:
-            kind = spec.pop("kind")
-        except KeyError:
-            raise InvalidArgument("every enqueue_many item needs a 'kind'") from None
-        payload = spec.pop("payload", None)
-        known = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout",
-                 "singleton_key", "singleton_for", "group_key", "tags", "meta"}
-        opts = {k: spec.pop(k) for k in list(spec) if k not in known}
-        return self._build(kind, payload, options=opts, **{
-            "id": None, "run_at": None, "delay": None, "max_attempts": None, "queue": "default",
-            "priority": 0, "timeout": None, "singleton_key": None, "singleton_for": None,
-            "group_key": None, "tags": None, "meta": None, **spec})
+        if "kind" not in spec:
+            raise InvalidArgument("every enqueue_many item needs a 'kind'")
+        get = spec.get
+        extra = spec.keys() - _SPEC_KEYS
+        opts = {k: spec[k] for k in extra} if extra else None
+        return self._build(spec["kind"], get("payload"), id=get("id"), run_at=get("run_at"), delay=get("delay"),
+                           max_attempts=get("max_attempts"), queue=get("queue", "default"),
+                           priority=get("priority", 0), timeout=get("timeout"),
+                           singleton_key=get("singleton_key"), singleton_for=get("singleton_for"),
+                           group_key=get("group_key"), options=opts, tags=get("tags"), meta=get("meta"),
+                           minted=minted)
 
     def _build(self, kind, payload, *, id, run_at, delay, max_attempts, queue, priority, timeout,
-               singleton_key, singleton_for, group_key, options, tags=None, meta=None) -> NewJob:
+               singleton_key, singleton_for, group_key, options, tags=None, meta=None,
+               minted: Iterator[str] | None = None) -> NewJob:
         store = self._store
-        v.name(kind, "kind")
-        v.name(queue, "queue")
-        job_id = new_job_id() if id is None else v.job_id(id)
+        # The common case costs no call: a name seen valid before, and absent options (None).
+        if type(kind) is not str or kind not in _VALID_NAMES:
+            _remember_name(v.name(kind, "kind"))
+        if type(queue) is not str or queue not in _VALID_NAMES:
+            _remember_name(v.name(queue, "queue"))
+        if id is not None:
+            job_id = v.job_id(id)
+        else:
+            job_id = new_job_id() if minted is None else next(minted)
         text = None if payload is None else v.dump_json(payload, "payload", store.max_payload_bytes)
         at = None if run_at is None else v.epoch_ms(run_at, "run_at")
-        delay_ms = v.duration_ms(delay, "delay", seconds=True) or 0
+        delay_ms = 0 if delay is None else v.duration_ms(delay, "delay", seconds=True) or 0
         if at is not None and delay:
             raise InvalidArgument("give run_at or delay, not both")
-        v.positive_int(max_attempts, "max_attempts", maximum=v.MAX_ATTEMPTS_LIMIT, allow_none=True)
-        v.int4(priority, "priority")
-        timeout_ms = v.duration_ms(timeout, "timeout", seconds=True, positive=True)
-        v.key(singleton_key, "singleton_key")
-        v.key(group_key, "group_key")
-        singleton_ms = v.duration_ms(singleton_for, "singleton_for", seconds=True, positive=True)
-        tags_text, meta_text = v.tags(tags), v.meta(meta)
+        if max_attempts is not None:
+            v.positive_int(max_attempts, "max_attempts", maximum=v.MAX_ATTEMPTS_LIMIT)
+        if type(priority) is not int or not v.INT4_MIN <= priority <= v.INT4_MAX:
+            v.int4(priority, "priority")
+        timeout_ms = None if timeout is None else v.duration_ms(timeout, "timeout", seconds=True, positive=True)
+        if singleton_key is not None:
+            v.key(singleton_key, "singleton_key")
+        if group_key is not None:
+            v.key(group_key, "group_key")
+        singleton_ms = (None if singleton_for is None
+                        else v.duration_ms(singleton_for, "singleton_for", seconds=True, positive=True))
+        tags_text = None if tags is None else v.tags(tags)
+        meta_text = None if meta is None else v.meta(meta)
         store_options: dict[str, Any] | None = None
         if options:
             store_options = store.queues.job_options(options) if hasattr(store, "queues") else None

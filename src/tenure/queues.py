@@ -12,7 +12,7 @@ dead-letter copy, for a redrive, and for a publish.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from . import _validate as v
 from .engine.base import JobRow, NewJob, Session
 from .errors import DeadLetterCycle, InvalidArgument, InvalidType, QueueNotEmpty, QueueNotFound
 from .ids import new_job_id
-from .jobs import DEFAULT_MAX_ATTEMPTS
+from .jobs import DEFAULT_MAX_ATTEMPTS, NotStreamable
 
 if TYPE_CHECKING:
     from .store import Store
@@ -155,6 +155,42 @@ def _refuse_cycle(name: str, graph: dict[str, str | None]) -> None:
                 f"a cycle ({' -> '.join(path)}), along which one job's copies would run forever",
                 queue=name, cycle=path)
         current = graph.get(current)
+
+
+def _apply_defaults(j: NewJob, q: tuple | None, current: Callable[[], int]) -> bool:
+    """Fill ``j``'s options from its queue's registry row ``q`` (None: no row) in place: job
+    option, then queue default, then built-in (docs/queues.md). True when ``j`` has a uniqueness
+    key. ``current`` answers the clock (read only when a retention or a throttle needs it)."""
+    retention = getattr(j, "retention_ms", None)
+    if q is not None:
+        if q[1] != "standard":
+            j.policy = q[1]
+            if j.singleton_key is None:
+                j.singleton_key = ""  # the queue-wide key, as pg-boss does
+        if not j.max_attempts:
+            j.max_attempts = q[2] or DEFAULT_MAX_ATTEMPTS
+        if j.retry_delay_ms is None:
+            j.retry_delay_ms = q[3]
+        if j.retry_backoff is None and q[4] is not None:
+            j.retry_backoff = bool(q[4])
+        if j.retry_delay_max_ms is None:
+            j.retry_delay_max_ms = q[5]
+        if j.timeout_ms is None:
+            j.timeout_ms = q[6]
+        if retention is None:
+            retention = q[7]
+        if j.delete_after_ms is None:
+            j.delete_after_ms = q[8]
+        if j.dead_letter is None and q[9] != j.queue:
+            j.dead_letter = q[9]
+    elif not j.max_attempts:
+        j.max_attempts = DEFAULT_MAX_ATTEMPTS
+    if retention is not None:
+        j.keep_until = (j.run_at if j.run_at is not None else current() + j.delay_ms) + retention
+    if j.singleton_on:
+        t = current()
+        j.singleton_on = t - t % j.singleton_on
+    return j.singleton_key is not None
 
 
 class Queues:
@@ -326,7 +362,7 @@ class Queues:
         with session.queue_atomic():  # several statements, one all-or-nothing enqueue_many
             return self._insert_unique(session, jobs, now)
 
-    def _resolve(self, session: Session, jobs: Sequence[NewJob], now: int | None) -> bool:  # noqa: C901 - the option-precedence table, one branch per option
+    def _resolve(self, session: Session, jobs: Sequence[NewJob], now: int | None) -> bool:
         """Fill each job's defaults in place; True when one has a uniqueness key."""
         names = {j.queue for j in jobs}
         registry = session.queue_defaults(list(names))
@@ -340,39 +376,37 @@ class Queues:
 
         keyed = False
         for j in jobs:
-            retention = getattr(j, "retention_ms", None)
-            q = registry.get(j.queue)
-            if q is not None:
-                if q[1] != "standard":
-                    j.policy = q[1]
-                    if j.singleton_key is None:
-                        j.singleton_key = ""  # the queue-wide key, as pg-boss does
-                if not j.max_attempts:
-                    j.max_attempts = q[2] or DEFAULT_MAX_ATTEMPTS
-                if j.retry_delay_ms is None:
-                    j.retry_delay_ms = q[3]
-                if j.retry_backoff is None and q[4] is not None:
-                    j.retry_backoff = bool(q[4])
-                if j.retry_delay_max_ms is None:
-                    j.retry_delay_max_ms = q[5]
-                if j.timeout_ms is None:
-                    j.timeout_ms = q[6]
-                if retention is None:
-                    retention = q[7]
-                if j.delete_after_ms is None:
-                    j.delete_after_ms = q[8]
-                if j.dead_letter is None and q[9] != j.queue:
-                    j.dead_letter = q[9]
-            elif not j.max_attempts:
-                j.max_attempts = DEFAULT_MAX_ATTEMPTS
-            if retention is not None:
-                j.keep_until = (j.run_at if j.run_at is not None else current() + j.delay_ms) + retention
-            if j.singleton_on:
-                t = current()
-                j.singleton_on = t - t % j.singleton_on
-            if j.singleton_key is not None:
+            if _apply_defaults(j, registry.get(j.queue), current):
                 keyed = True
         return keyed
+
+    def insert_fresh(self, session: Session, jobs: Iterable[NewJob], queues: set[str],
+                     now: int | None) -> builtins.list[str] | None:
+        """Stream ``jobs`` into the store as they come (``Session.job_copy``: COPY on
+        PostgreSQL), each job's defaults resolved as :meth:`insert` resolves them. For jobs
+        whose ids were all minted for this call and that carry no uniqueness option (no
+        ``singleton_key``, ``singleton_for`` or ``debounce``), all in ``queues``. Answers their
+        ids, or None without taking a job when it cannot stream: the engine does not copy, or
+        one of ``queues`` has a policy (which gives every job the queue-wide key). All or
+        nothing; an error raised while taking the jobs (a validation) undoes the lot, and a job
+        that breaks the terms above raises :class:`NotStreamable` (nothing written)."""
+        if not session.copies_jobs:
+            return None
+        registry = session.queue_defaults(builtins.list(queues))
+        if any(q[1] != "standard" for q in registry.values()):
+            return None
+        t = session.now_ms() if now is None else now
+
+        def clock() -> int:
+            return t
+
+        def resolved() -> Iterator[NewJob]:
+            for j in jobs:
+                if j.queue not in queues or _apply_defaults(j, registry.get(j.queue), clock):
+                    raise NotStreamable(j.id)
+                yield j
+
+        return session.job_copy(resolved(), t)
 
     def _insert_unique(
         self, session: Session, jobs: builtins.list[NewJob], now: int | None

@@ -64,3 +64,18 @@ def test_cli_and_dashboard_list_newest_first(cli, cli_url):
             assert [j["id"] for j in client.get("/api/jobs").json()["items"]] == ids[::-1]
     finally:
         store.close()
+
+
+def test_minted_ids_increase_within_a_millisecond_and_when_the_clock_steps_back(monkeypatch):
+    from tenure import ids
+
+    now = [1_800_000_000_000 * 1_000_000]
+    monkeypatch.setattr(ids.time, "time_ns", lambda: now[0])
+    first = ids.new_job_ids(5_000)  # one millisecond: 5 000 ids
+    now[0] -= 60_000 * 1_000_000  # the clock steps back a minute
+    later = [ids.new_job_id() for _ in range(10)]
+    minted = first + later
+    assert minted == sorted(minted) and len(set(minted)) == len(minted)
+    parsed = [uuid.UUID(i) for i in minted]
+    assert {(u.version, u.variant) for u in parsed} == {(7, uuid.RFC_4122)}
+    assert parsed[0].int >> 80 == 1_800_000_000_000  # the 48-bit millisecond field

@@ -64,3 +64,23 @@ def enqueue_keys(url: str, scenarios: list[tuple[str, dict]], keys: list[str], b
     except Exception as exc:  # noqa: BLE001 - a child process reports any failure to the parent
         error = f"{type(exc).__name__}: {exc}"
     out.put((answers, error))
+
+
+def enqueue_bulk(url: str, queue: str, n: int, barrier, out) -> None:
+    """Wait for every sibling, then ``enqueue_many`` ``n`` jobs into ``queue`` at the same
+    instant. Reports the ids answered."""
+    import tenure
+
+    answers: list = []
+    error = None
+    try:
+        store = tenure.connect(url)
+        try:
+            specs = [{"kind": "k", "payload": {"i": i}, "queue": queue} for i in range(n)]
+            barrier.wait(timeout=60)
+            answers = _retry_busy(lambda: store.jobs.enqueue_many(specs))
+        finally:
+            store.close()
+    except Exception as exc:  # noqa: BLE001 - a child process reports any failure to the parent
+        error = f"{type(exc).__name__}: {exc}"
+    out.put((answers, error))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -150,6 +150,19 @@ class Session(abc.ABC):
         ``keep_until``; ``singleton_on`` rounded on the statement's clock). ``job`` is not
         modified. Answers the id when the row was written, None when it was not (an existing id
         or a uniqueness duplicate: the caller then takes the full path, which answers it)."""
+        raise NotImplementedError
+
+    #: True when :meth:`job_copy` streams rows into the store (PostgreSQL: COPY). Others insert
+    #: a bulk with :meth:`job_insert`.
+    copies_jobs: bool = False
+
+    def job_copy(self, jobs: Iterable[NewJob], now: int) -> list[str]:
+        """Write every job of ``jobs`` as it comes from the iterable, all or nothing (in a
+        transaction of its own, or a savepoint inside the caller's); answers their ids in order.
+        Only for jobs that cannot collide: ids minted for this call, no uniqueness key, every
+        queue default already resolved. ``now`` is the clock of every row (created_at, and
+        run_at = now + delay_ms). An exception raised by the iterable undoes everything and
+        propagates as it is."""
         raise NotImplementedError
 
     @abc.abstractmethod

@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -67,7 +67,6 @@ from ..base import (
     Session,
     Settle,
     Watcher,
-    iter_chunks,
     new_job_params,
 )
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
@@ -86,7 +85,10 @@ CHECK_IDLE_AFTER = 1.0
 #: After a connection is lost, every pooled connection is checked before use for this long (s).
 SUSPECT_AFTER_LOSS = 2.0
 #: Rows per INSERT statement of a bulk enqueue (bounded parameter size; one transaction overall).
-INSERT_CHUNK = 5_000
+#: From this many rows on, an insert streams them with COPY into a staging table and moves them
+#: with one INSERT ... SELECT (Q.INSERT_STAGED); below it, one INSERT_MANY statement costs fewer
+#: round trips (measured for issue 26: docs/performance.md).
+COPY_MIN_ROWS = 64
 #: Options tenure reads from the URL's query string (everything else goes to libpq).
 URL_OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout", "call_timeout")
 #: TCP settings of every connection (pooled, LISTEN, migration) unless the URL sets its own: a
@@ -121,12 +123,13 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
         if len(jobs) == 1:
             row = conn.execute(Q.INSERT, _insert_params(jobs[0], now)).fetchone()
             inserted = {row[0]} if row else set()
-        else:
-            inserted = set()
+        elif len(jobs) < COPY_MIN_ROWS:
             with _atomic(conn):
-                for chunk in iter_chunks(jobs, INSERT_CHUNK):
-                    cur = conn.execute(Q.INSERT_MANY, _insert_rows(chunk, now))
-                    inserted.update(r[0] for r in cur.fetchall())
+                cur = conn.execute(Q.INSERT_MANY, _insert_rows(jobs, now))
+                inserted = {r[0] for r in cur.fetchall()}
+        else:
+            with _atomic(conn):
+                inserted = _insert_copied(conn, jobs, now)
         if len(inserted) == len(jobs):
             return [(j.id, True) for j in jobs]
         # Some were not written: an existing id answers itself; a uniqueness-policy duplicate
@@ -148,6 +151,12 @@ class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresIns
         return out
 
     resolves_queue_defaults = True
+    copies_jobs = True
+
+    def job_copy(self, jobs: Iterable[NewJob], now: int) -> list[str]:
+        conn = self._conn
+        with conn.transaction():  # its own, or a savepoint in the caller's: all or nothing
+            return _copy_fresh(conn, jobs, now)
 
     def job_insert_resolved(self, job: NewJob, retention_ms: int | None, now: int | None) -> str | None:
         params = new_job_params(job, now)
@@ -378,6 +387,41 @@ def _insert_rows(jobs: Sequence[NewJob], now: int | None) -> dict[str, Any]:
              j.retry_delay_max_ms, j.keep_until, j.delete_after_ms, j.last_error, j.headers, j.tags,
              j.meta] for j in jobs]
     return {"now": now, "rows": json.dumps(rows)}
+
+
+def _copy_fresh(conn: psycopg.Connection, jobs: Iterable[NewJob], ms: int) -> list[str]:
+    """COPY ``jobs`` straight into tenure_jobs (Q.COPY_JOBS) as they come from the iterable (see
+    ``Session.job_copy``), so the server inserts while the next rows are still being built. The
+    columns are the INSERT statement's, computed as it computes them, with ``ms`` as its clock."""
+    ids: list[str] = []
+    with conn.cursor() as cur, cur.copy(Q.COPY_JOBS) as copy:
+        write = copy.write_row
+        add = ids.append
+        for j in jobs:
+            add(j.id)
+            write((j.id, j.kind, j.payload, "pending", ms + j.delay_ms if j.run_at is None else j.run_at, 0,
+                   j.max_attempts, 0, ms, ms, j.queue, j.priority, j.timeout_ms, j.singleton_key, j.singleton_on,
+                   j.policy, j.group_key, j.dead_letter, j.origin_id, j.retry_delay_ms,
+                   None if j.retry_backoff is None else int(j.retry_backoff), j.retry_delay_max_ms, j.keep_until,
+                   j.delete_after_ms, j.last_error, j.headers, j.tags, j.meta))
+    return ids
+
+
+def _insert_copied(conn: psycopg.Connection, jobs: Sequence[NewJob], now: int | None) -> set[str]:
+    """Insert ``jobs`` by COPY into the connection's staging table, then Q.INSERT_STAGED, inside
+    the caller's transaction; answers the ids written."""
+    conn.execute(Q.STAGE_CREATE)
+    with conn.cursor() as cur:
+        with cur.copy(Q.STAGE_COPY) as copy:
+            write = copy.write_row
+            for n, j in enumerate(jobs):
+                write((n, j.id, j.kind, j.payload, j.run_at, j.delay_ms, j.max_attempts, j.queue, j.priority,
+                       j.timeout_ms, j.singleton_key, j.singleton_on, j.policy, j.group_key, j.dead_letter,
+                       j.origin_id, j.retry_delay_ms, None if j.retry_backoff is None else int(j.retry_backoff),
+                       j.retry_delay_max_ms, j.keep_until, j.delete_after_ms, j.last_error, j.headers, j.tags,
+                       j.meta))
+        cur.execute(Q.INSERT_STAGED, {"now": now})
+        return {r[0] for r in cur.fetchall()}
 
 
 def _claim_order(row: JobRow) -> tuple:

@@ -253,6 +253,35 @@ ON CONFLICT DO NOTHING
 RETURNING id
 """
 
+# Bulk enqueue by COPY (issue 26): the rows are streamed into a per-connection staging table
+# (temporary: no WAL, no other session sees it), then ONE statement moves them into tenure_jobs,
+# in input order (of two rows with one id the first wins) and emptying the stage as it reads it,
+# so a second bulk in the same transaction starts from an empty stage. The rows arrive with every
+# queue default and policy already resolved (QueueRegistry._resolve), exactly as INSERT_MANY's do;
+# uniqueness refusals are ON CONFLICT DO NOTHING, answered by the caller from RETURNING.
+STAGE_TABLE = "pg_temp.tenure_jobs_stage"
+# Fresh ids and no uniqueness key (Session.job_insert's ``fresh``): nothing can collide, so the
+# rows go straight into tenure_jobs, every column computed by the client as INSERT computes it.
+COPY_JOBS = f"COPY tenure_jobs ({_INSERT_COLUMNS}) FROM STDIN"
+_STAGE_COLUMNS = ", ".join(name for name, _ in INSERT_MANY_COLUMNS)
+_STAGE_TYPED = ", ".join(f"{name} {t}" for name, t in INSERT_MANY_COLUMNS)
+STAGE_CREATE = f"""
+CREATE TEMPORARY TABLE IF NOT EXISTS tenure_jobs_stage (n bigint, {_STAGE_TYPED}) ON COMMIT DELETE ROWS
+"""
+STAGE_COPY = f"COPY {STAGE_TABLE} (n, {_STAGE_COLUMNS}) FROM STDIN"
+INSERT_STAGED = f"""
+WITH {CLOCK}, t AS (DELETE FROM {STAGE_TABLE} RETURNING *)
+INSERT INTO tenure_jobs ({_INSERT_COLUMNS})
+SELECT t.id, t.kind, t.payload, 'pending', coalesce(t.run_at, c.ms + t.delay_ms), 0, t.max_attempts, 0,
+  c.ms, c.ms, t.queue, t.priority, t.timeout_ms, t.singleton_key, t.singleton_on, t.policy, t.group_key,
+  t.dead_letter, t.origin_id, t.retry_delay_ms, t.retry_backoff, t.retry_delay_max_ms, t.keep_until,
+  t.delete_after_ms, t.last_error, t.headers, t.tags, t.meta
+FROM clock c, t
+ORDER BY t.n
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+
 EXISTING_IDS = "SELECT id FROM tenure_jobs WHERE id = ANY(%(ids)s::text[])"
 
 FIND_SINGLETON = """

@@ -32,6 +32,7 @@ from typing import Any
 from . import _validate as v
 from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultTimeout
 from .handler_control import apply_task_policy, exception_classes
+from .kinds import warn_unrunnable
 from .records import Job
 from .store import Store, connect
 from .task_args import TaskSignature
@@ -366,6 +367,7 @@ class App:
                          "owner=%s%s", self.store, ",".join(worker.queues or ["*"]), ",".join(worker.kinds),
                          concurrency, worker.lease_ms / 1000, worker.owner,
                          "" if max_jobs is None else f" max_jobs={max_jobs}")
+                warn_unrunnable(self.store, worker.queues, worker.kinds)  # docs/operations.md#unhandled-kinds
                 if ready is not None:
                     ready.set()
                 while not stop.wait(0.1):

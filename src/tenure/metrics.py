@@ -5,7 +5,9 @@ the global one, so two dashboards or a test suite never collide):
 
 - :class:`StoreCollector` — read from the store AT SCRAPE TIME (cached for the insights' TTL):
   ``tenure_jobs{queue,state}``, ``tenure_queue_paused{queue}``, ``tenure_workers_alive``,
-  ``tenure_store_up`` (0 when the store could not be read; the scrape still answers).
+  ``tenure_store_up`` (0 when the store could not be read; the scrape still answers),
+  ``tenure_unhandled_jobs{queue,kind}`` and ``tenure_unserved_jobs{queue}`` (queued jobs no live
+  worker will run, :mod:`tenure.kinds`).
 - :class:`WorkerCollector` — the counters of this process's running workers (``worker.stats()``):
   ``tenure_worker_claims_total``, ``..._completions_total``, ``..._failures_total``,
   ``..._lost_settlements_total``, ``..._renewals_total``, ``..._cancellations_total``,
@@ -100,6 +102,18 @@ class StoreCollector(Collector):
         alive = GaugeMetricFamily("tenure_workers_alive", "Workers with a recent heartbeat.")
         alive.add_metric([], ov.workers_alive)
         yield alive
+        if ov.kinds is not None:
+            unhandled = GaugeMetricFamily(
+                "tenure_unhandled_jobs", "Queued jobs of a kind no live worker handles, though some claim "
+                "from the queue (tenure.kinds).", labels=["queue", "kind"])
+            for u in ov.kinds.unhandled:
+                unhandled.add_metric([u.queue, u.kind], u.count)
+            yield unhandled
+            unserved = GaugeMetricFamily("tenure_unserved_jobs", "Queued jobs in a queue no live worker "
+                                         "claims from (tenure.kinds).", labels=["queue"])
+            for s in ov.kinds.unserved:
+                unserved.add_metric([s.queue], s.count)
+            yield unserved
 
 
 class WorkerCollector(Collector):

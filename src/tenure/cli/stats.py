@@ -15,6 +15,7 @@ from .common import (
     _close,
     _rich_console,
     emit_json,
+    fmt_ago,
     fmt_ms,
     json_option,
     main,
@@ -34,6 +35,7 @@ def _stats_data(insights: Any) -> dict[str, Any]:
         "last_hour": tp.totals(), "this_minute": {k: last.get(k, 0) for k in ("done", "failed", "dead",
                                                                               "cancelled")},
         "workers_alive": ov.workers_alive, "workers_total": ov.workers_total,
+        **(ov.kinds.as_dict() if ov.kinds is not None else {}),
     }
 
 
@@ -48,7 +50,21 @@ def _stats_text(data: dict[str, Any]) -> str:
     table = render_table(["queue", "paused", *STATES],
                          [(q["name"], "yes" if q["paused"] else "", *(q["counts"].get(s, 0) for s in STATES))
                           for q in data["queues"]])
-    return "\n".join(lines) + "\n" + table
+    return "\n".join(lines + _kinds_lines(data)) + "\n" + table
+
+
+def _kinds_lines(data: dict[str, Any]) -> list[str]:
+    """The unhandled-kinds warning and the unserved queues of ``tenure stats`` (tenure.kinds)."""
+    out = []
+    for u in data.get("unhandled_kinds", []):
+        near = f" (did you mean {', '.join(u['near'])}?)" if u["near"] else ""
+        out.append(f"WARNING: {u['count']} queued job(s) of kind {u['kind']} in queue {u['queue']} "
+                   f"(oldest queued {fmt_ago(u['oldest_created_at'], data['now'])}): no live worker handles "
+                   f"this kind{near}")
+    for u in data.get("unserved_queues", []):
+        out.append(f"no live worker for queue {u['queue']}: {u['count']} queued job(s), oldest queued "
+                   f"{fmt_ago(u['oldest_created_at'], data['now'])}")
+    return out
 
 
 @main.command()

@@ -242,6 +242,7 @@ and in the <code>tenure</code> CLI.</p></noscript>
                            "buckets": tp.buckets, "totals": tp.totals()},
             "workers_alive": ov.workers_alive, "workers_total": ov.workers_total,
             "computed_ms": ov.computed_ms, "age_ms": max(0, time.time_ns() // 1_000_000 - ov.read_at),
+            **(ov.kinds.as_dict() if ov.kinds is not None else {}),
             "actions": self.actions_allowed(request),
         })
 

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .. import kinds as _kinds
 from ..maintenance import DEFAULT_WORKER_DEAD_AFTER_MS
 from ..records import STATES
 
@@ -113,6 +114,8 @@ class Overview:
     #: How long it took to read, and when (this host's wall clock, epoch ms): viewers show its age.
     computed_ms: int = 0
     read_at: int = 0
+    #: Queued jobs no live worker will run (:mod:`tenure.kinds`); None when not read.
+    kinds: _kinds.KindsReport | None = None
 
 
 def _json_or_text(value: Any) -> Any:
@@ -208,6 +211,10 @@ class Insights:
                           int(beat), int(in_flight or 0), _json_or_text(stats),
                           now - int(beat) <= self.worker_stale_ms)
 
+    def unhandled_kinds(self, *, now: int | None = None) -> _kinds.KindsReport:
+        """Queued jobs no live worker will run, by queue and kind (see :mod:`tenure.kinds`)."""
+        return _kinds.read(self.store, now=now, live_ms=self.worker_stale_ms)
+
     def schema_versions(self) -> list[tuple[int, str, int]]:
         """``(version, name, applied_at)`` of every migration applied to this database."""
         store = self.store
@@ -280,10 +287,15 @@ class Insights:
             tp = self._throughput(s, now, WINDOW_MS, BUCKET_MS)
         with store._session() as s:
             workers = [self._worker(r, now) for r in s.insight_workers(MAX_WORKERS_SHOWN)]
+        with store._session() as s:
+            queued = s.insight_queued_kinds()
+        live = [_kinds.LiveWorker(_kinds.parse_names(w.queues), _kinds.parse_names(w.kinds))
+                for w in workers if w.alive]
+        report = _kinds.classify(queued, live, [r[5] for r in registry if r[5] is not None], now)
         queues = self._summaries(registry, counts)
         totals = dict.fromkeys(STATES, 0)
         for q in queues:
             for state, n in q.counts.items():
                 totals[state] = totals.get(state, 0) + n
         return Overview(now, totals, queues, tp, sum(1 for w in workers if w.alive), len(workers),
-                        store.engine.describe())
+                        store.engine.describe(), kinds=report)

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Column order of every job row that crosses the boundary. All but the last are the public
 #: :class:`tenure.Job` fields, in field order; ``lease_token`` is last and never leaves
@@ -44,6 +44,19 @@ RECLAIMED_INDEX = len(JOB_COLUMNS)
 JobRow = tuple  # a row in JOB_COLUMNS order
 #: The attempts a job (and a dead-letter copy, failing every other default) gets when nobody set any.
 DEFAULT_MAX_ATTEMPTS = 5
+
+
+class QueuedKindRow(NamedTuple):
+    """Queued jobs (pending, or failed and waiting for a retry) of one kind in one queue, counted
+    by :meth:`Session.insight_queued_kinds`; ``copies`` separates dead-letter copies (jobs with an
+    ``origin_queue``), which only a claim naming their queue takes (docs/queues.md)."""
+
+    queue: str
+    kind: str
+    copies: bool
+    #: How many (named ``jobs``, not ``count``: a tuple already has a ``count`` method).
+    jobs: int
+    oldest_created_at: int
 
 
 @dataclass(slots=True)
@@ -465,6 +478,11 @@ class Session(abc.ABC):
     @abc.abstractmethod
     def insight_workers(self, limit: int) -> list[tuple]:
         """Rows of the worker registry, most recent heartbeat first (JSON columns as text)."""
+
+    @abc.abstractmethod
+    def insight_queued_kinds(self) -> list[QueuedKindRow]:
+        """Queued jobs (``state IN ('pending', 'failed')``) per queue, kind and copy-or-not, with
+        the oldest ``created_at``: one pass over the rows of the claim index, nothing else."""
 
     @abc.abstractmethod
     def insight_schema_versions(self) -> list[tuple[int, str, int]]:

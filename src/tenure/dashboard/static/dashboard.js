@@ -193,12 +193,43 @@
     return el("span", { "class": "row-actions" }, buttons);
   }
 
+  // Queued jobs no live worker will run (tenure.kinds): a warning panel when some live worker
+  // claims from the queue but none handles the kind; a quiet line per queue no live worker serves.
+  function kindsPanel(d) {
+    var out = [];
+    var unhandled = d.unhandled_kinds || [], unserved = d.unserved_queues || [];
+    if (unhandled.length) {
+      out.push(el("div", { "class": "panel warn", id: "unhandled-kinds" },
+        el("strong", { text: d.unhandled_jobs + " queued job(s) of a kind no live worker handles" }),
+        el("p", { "class": "muted", text: "They wait until a worker with a handler for the kind runs: a task " +
+          "defined in a script run directly is enqueued as __main__.<name>, and a module the worker never " +
+          "imported registers nothing." }),
+        el("table", {},
+          el("thead", {}, el("tr", {}, ["queue", "kind", "queued", "oldest", "did you mean"].map(function (h) {
+            return el("th", { text: h }); }))),
+          el("tbody", {}, unhandled.map(function (u) {
+            return el("tr", { "data-queue": u.queue, "data-kind": u.kind },
+              el("td", { text: u.queue }),
+              el("td", { "class": "mono", text: u.kind }),
+              el("td", { "class": "num" }, el("a", { href: url("/jobs", { queue: u.queue, kind: u.kind }), text: u.count })),
+              el("td", { text: ago(u.oldest_created_at, d.now) }),
+              el("td", { "class": "mono", text: u.near.join(", ") }));
+          })))));
+    }
+    if (unserved.length) {
+      out.push(el("p", { "class": "muted", id: "unserved-queues" }, "No live worker claims from " +
+        unserved.map(function (u) { return u.queue + " (" + u.count + " queued)"; }).join(", ") + "."));
+    }
+    return out;
+  }
+
   function overviewPage() {
     var cards = el("div", { "class": "cards", id: "cards" });
     var chartBox = el("div", { "class": "panel chart", id: "chart" });
     var rate = el("p", { "class": "muted", id: "rate" });
     var queues = el("div", { id: "queues" });
-    replace(app, el("h1", { text: "Overview" }), cards,
+    var kinds = el("div", { id: "unhandled" });
+    replace(app, el("h1", { text: "Overview" }), kinds, cards,
       el("h2", { text: "Settlements per minute, last hour" }), chartBox, rate,
       el("h2", { text: "Queues" }), queues);
     render = function () {
@@ -217,6 +248,7 @@
           "%. Workers alive: " + d.workers_alive + " of " + d.workers_total + "." +
           (d.age_ms > 3000 ? " Counts as of " + Math.round(d.age_ms / 1000) + " s ago (a pass over the jobs table took " +
             d.computed_ms + " ms; refreshed in the background)." : "");
+        replace(kinds, kindsPanel(d));
         var dlqs = {};
         d.queues.forEach(function (q) { if (q.dead_letter) dlqs[q.dead_letter] = true; });
         var rows = d.queues.map(function (q) {

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import QueuedKindRow
+
 #: Jobs per queue per state (callers cache it for a couple of seconds).
 QUEUE_STATE_COUNTS = "SELECT queue, state, count(*) FROM tenure_jobs GROUP BY queue, state"
 
@@ -38,6 +40,15 @@ SELECT id, host, pid, queues, kinds, concurrency, started_at, heartbeat_at, in_f
 FROM tenure_workers ORDER BY heartbeat_at DESC, id LIMIT %(limit)s::int
 """
 
+#: Queued jobs per queue and kind (dead-letter copies apart), with the oldest creation time. The
+#: predicate is the claim index's (tenure_jobs_claim), so only queued rows are read; no index has
+#: ``kind``, so each of them is read once (see docs/operations.md, "Unhandled kinds").
+QUEUED_KINDS = """
+SELECT queue, kind, origin_queue IS NOT NULL AS copies, count(*)::bigint, min(created_at)::bigint
+FROM tenure_jobs WHERE state IN ('pending', 'failed')
+GROUP BY queue, kind, origin_queue IS NOT NULL
+"""
+
 SCHEMA_VERSIONS = "SELECT version, name, applied_at FROM tenure_migrations ORDER BY version"
 
 
@@ -65,6 +76,11 @@ class PostgresInsightsMixin:
     def insight_workers(self, limit: int) -> list[tuple]:
         """Rows of the worker registry, most recent heartbeat first (JSON columns as text)."""
         return self._conn.execute(WORKERS, {"limit": limit}).fetchall()
+
+    def insight_queued_kinds(self) -> list[QueuedKindRow]:
+        """Queued jobs per queue, kind and copy-or-not, with the oldest ``created_at``."""
+        return [QueuedKindRow(q, k, bool(c), int(n), int(o))
+                for q, k, c, n, o in self._conn.execute(QUEUED_KINDS).fetchall()]
 
     def insight_schema_versions(self) -> list[tuple[int, str, int]]:
         """``(version, name, applied_at)`` of every applied migration."""

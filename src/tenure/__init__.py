@@ -6,6 +6,8 @@ same API and the same guarantees.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import TenureError
 from .handler_control import Discard, Retry, Snooze
 from .records import STATES, Checkpoint, Claim, Job, Lease, Page, SweepResult, Undecodable
@@ -17,8 +19,12 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:  # imported lazily at run time (below); type checkers see the real classes
+    from .app import App
+    from .worker import JobContext
 
-def __getattr__(name: str):
+
+def __getattr__(name: str) -> Any:
     if name == "App":
         from .app import App
 

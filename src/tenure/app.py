@@ -25,9 +25,9 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from . import _validate as v
 from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultTimeout
@@ -37,7 +37,15 @@ from .records import Job
 from .store import Store, connect
 from .task_args import TaskSignature
 
+if TYPE_CHECKING:
+    from .worker import JobContext
+
 log = logging.getLogger("tenure")
+
+#: A task's parameters (what ``enqueue`` and a direct call accept) and its result.
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 _ENQUEUE_OPTIONS = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout", "singleton_key",
                     "singleton_for", "group_key", "conn", "retry_delay", "retry_backoff", "retry_delay_max",
@@ -45,8 +53,8 @@ _ENQUEUE_OPTIONS = {"id", "run_at", "delay", "max_attempts", "queue", "priority"
 
 
 @dataclass(frozen=True)
-class Handle:
-    """A reference to one enqueued job."""
+class Handle(Generic[R_co]):
+    """A reference to one enqueued job; ``Handle[R]``: its ``result()`` is the task's return type."""
 
     id: str | None
     store: Store = field(repr=False)
@@ -54,7 +62,7 @@ class Handle:
     def get(self) -> Job | None:
         return None if self.id is None else self.store.jobs.get(self.id)
 
-    def result(self, timeout: float | None = None, *, poll: float = 0.005) -> Any:
+    def result(self, timeout: float | None = None, *, poll: float = 0.005) -> R_co:
         """Wait for the job to settle and answer its stored result. Raises :class:`JobDead` (with the
         last error) or :class:`JobCancelled`, or :class:`ResultTimeout` after ``timeout`` seconds.
         Works across processes: it reads the store."""
@@ -83,8 +91,10 @@ class Handle:
         return self.store.jobs.cancel(self.id)  # type: ignore[arg-type]
 
 
-class Task:
-    """A function registered as a job kind."""
+class Task(Generic[P, R]):
+    """A function registered as a job kind. ``Task[P, R]``: ``enqueue`` takes the function's
+    parameters ``P`` (a type checker flags a wrong one, as the call itself would raise TN1002) and
+    answers a ``Handle[R]``; calling the task directly keeps the function's type."""
 
     def __init__(self, app: App, fn: Callable[..., Any], name: str, options: dict[str, Any],
                  retry_on: Any = None, discard_on: Any = None, signature: TaskSignature | None = None) -> None:
@@ -102,20 +112,20 @@ class Task:
         self.is_async = inspect.iscoroutinefunction(fn)
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the function directly, in this process (no queue)."""
         return self.fn(*args, **kwargs)
 
-    def with_options(self, **options: Any) -> Task:
+    def with_options(self, **options: Any) -> Task[P, R]:
         """The same task with other enqueue options (``delay``, ``priority``, ``queue``, ...)."""
         unknown = set(options) - _ENQUEUE_OPTIONS
         if unknown:
             raise InvalidArgument(f"unknown enqueue options: {', '.join(sorted(unknown))}")
-        clone = Task(self.app, self.fn, self.name, {**self.options, **options}, self.retry_on, self.discard_on,
-                     self.signature)
+        clone = type(self)(self.app, self.fn, self.name, {**self.options, **options}, self.retry_on,
+                           self.discard_on, self.signature)
         return clone
 
-    def enqueue(self, *args: Any, **kwargs: Any) -> Handle:
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Handle[R]:
         """Enqueue a call; answers a :class:`Handle` (``.id``, ``.result()``). The arguments are
         checked against the function's signature first: a call it could not accept raises
         :class:`InvalidType` (TN1002) naming the task and the argument, and nothing is written."""
@@ -123,7 +133,7 @@ class Task:
         job_id = self.app.store.jobs.enqueue(self.name, payload, **self.options)
         return Handle(job_id, self.app.store)
 
-    async def enqueue_async(self, *args: Any, **kwargs: Any) -> Handle:
+    async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> Handle[R]:
         """``enqueue`` without blocking the event loop (runs on a thread)."""
         import asyncio
 
@@ -163,6 +173,57 @@ class Task:
                 raise ruled from exc
 
         return run
+
+
+class ContextTask(Task[P, R]):
+    """A task whose function takes the job context as its first parameter: ``P`` is the rest,
+    what ``enqueue`` takes; a direct call passes the context first."""
+
+    def __call__(self, ctx: JobContext, /, *args: P.args,  # type: ignore[override]
+                 **kwargs: P.kwargs) -> R:
+        return self.fn(ctx, *args, **kwargs)
+
+
+class AsyncTask(Task[P, R]):
+    """A task whose function is ``async def``: ``Handle[R]`` answers what the coroutine returns;
+    a direct call answers the coroutine."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R]:  # type: ignore[override]
+        return self.fn(*args, **kwargs)
+
+
+class AsyncContextTask(Task[P, R]):
+    """An ``async def`` task that takes the job context as its first parameter."""
+
+    def __call__(self, ctx: JobContext, /, *args: P.args,  # type: ignore[override]
+                 **kwargs: P.kwargs) -> Coroutine[Any, Any, R]:
+        return self.fn(ctx, *args, **kwargs)
+
+
+def _task_class(signature: TaskSignature, is_async: bool) -> type[Task[Any, Any]]:
+    """The class whose ``__call__`` types the function: the context first or not, async or not."""
+    first = next(iter(signature.full.parameters.values()), None)
+    context_first = signature.context is not None and first is signature.context
+    if is_async:
+        return AsyncContextTask if context_first else AsyncTask
+    return ContextTask if context_first else Task
+
+
+class TaskDecorator(Protocol):
+    """What ``@app.task(...)`` and ``@app.periodic(...)`` answer: a decorator typed like ``App.task``."""
+
+    # the overloads overlap for a function whose first parameter accepts any type (an untyped
+    # one): it is read as taking the context first, as an unannotated ``ctx`` does
+    @overload
+    def __call__(  # type: ignore[overload-overlap]
+        self, fn: Callable[Concatenate[JobContext, P], Coroutine[Any, Any, R]], /) -> AsyncContextTask[P, R]: ...
+    @overload
+    def __call__(  # type: ignore[overload-overlap]
+        self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> AsyncTask[P, R]: ...
+    @overload
+    def __call__(self, fn: Callable[Concatenate[JobContext, P], R], /) -> ContextTask[P, R]: ...
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> Task[P, R]: ...
 
 
 #: What ``App.run_worker`` and ``tenure worker`` give running handlers on a graceful stop (seconds).
@@ -208,7 +269,7 @@ class App:
         self._url = url
         self._store = store
         self._connect_options = connect_options
-        self.tasks: dict[str, Task] = {}
+        self.tasks: dict[str, Task[Any, Any]] = {}
         self.periodic_tasks: list[dict[str, Any]] = []
         self._worker_start_hooks: list[Callable[[Any], Any]] = []
         self._outcome_hooks: list[Callable[[dict[str, Any]], Any]] = []
@@ -240,8 +301,24 @@ class App:
             self._store = connect(self._url, **self._connect_options)
         return self._store
 
+    @overload
+    def task(self, fn: Callable[Concatenate[JobContext, P], Coroutine[Any, Any, R]], *, name: str | None = None,
+             retry_on: Any = None, discard_on: Any = None, **options: Any) -> AsyncContextTask[P, R]: ...
+    @overload
+    def task(self, fn: Callable[P, Coroutine[Any, Any, R]], *, name: str | None = None, retry_on: Any = None,
+             discard_on: Any = None, **options: Any) -> AsyncTask[P, R]: ...
+    @overload
+    def task(self, fn: Callable[Concatenate[JobContext, P], R], *, name: str | None = None, retry_on: Any = None,
+             discard_on: Any = None, **options: Any) -> ContextTask[P, R]: ...
+    @overload
+    def task(self, fn: Callable[P, R], *, name: str | None = None, retry_on: Any = None,
+             discard_on: Any = None, **options: Any) -> Task[P, R]: ...
+    @overload
+    def task(self, fn: None = None, *, name: str | None = None, retry_on: Any = None,
+             discard_on: Any = None, **options: Any) -> TaskDecorator: ...
+
     def task(self, fn: Callable[..., Any] | None = None, *, name: str | None = None, retry_on: Any = None,
-             discard_on: Any = None, **options: Any):
+             discard_on: Any = None, **options: Any) -> Any:
         """Register a function as a task (usable bare, ``@app.task``, or ``@app.task(queue=...)``).
         ``retry_on`` / ``discard_on``: exception classes that are retried (any other is then dead
         at once) / dead at once (:mod:`tenure.handler_control`); the rest are enqueue options."""
@@ -251,7 +328,7 @@ class App:
         if unknown:
             raise InvalidArgument(f"unknown task options: {', '.join(sorted(unknown))}")
 
-        def register(f: Callable[..., Any]) -> Task:
+        def register(f: Callable[..., Any]) -> Task[Any, Any]:
             if not callable(f):
                 raise InvalidType("@app.task decorates a function")
             # A function defined inside another has "<locals>" in its qualified name: drop that
@@ -260,14 +337,16 @@ class App:
             v.name(kind, "task name")
             if kind in self.tasks:
                 raise InvalidArgument(f"a task named {kind!r} is already registered")
-            t = Task(self, f, kind, options, retry_on, discard_on)
+            signature = TaskSignature(kind, f)
+            cls = _task_class(signature, inspect.iscoroutinefunction(f))
+            t = cls(self, f, kind, options, retry_on, discard_on, signature)
             self.tasks[kind] = t
             return t
 
         return register(fn) if fn is not None else register
 
     def periodic(self, cron: str, *, tz: str = "UTC", name: str | None = None, catch_up: str = "latest",
-                 **options: Any):
+                 **options: Any) -> TaskDecorator:
         """Register a function as a task that ALSO runs on a cron schedule::
 
             @app.periodic(cron="*/5 * * * *", tz="Europe/Paris", queue="reports")
@@ -292,15 +371,15 @@ class App:
             raise InvalidArgument(f"a periodic task cannot take {', '.join(fixed)}: each fire has its own id "
                                   "and runs at its boundary")
 
-        def register(fn: Callable[..., Any]) -> Task:
-            t = self.task(fn, name=name, **options)
+        def register(fn: Callable[..., Any]) -> Task[Any, Any]:
+            t: Task[Any, Any] = self.task(fn, name=name, **options)
             self.periodic_tasks.append({
                 "name": t.name, "cron": cron, "tz": tz, "kind": t.name, "queue": options.get("queue"),
                 "options": {k: val for k, val in options.items() if k != "queue"}, "catch_up": catch_up})
             declare(self)
             return t
 
-        return register
+        return register  # type: ignore[return-value]
 
     def handlers(self) -> dict[str, Callable[..., Any]]:
         return {kind: t.handler() for kind, t in self.tasks.items()}

@@ -15,7 +15,7 @@ PAGE = "docs/tasks.md"
 def test_every_snippet_of_docs_tasks_runs():
     python = [b for b in blocks(PAGE) if b.lang == "python"]
     shell = [b for b in blocks(PAGE) if b.lang == "shell"]
-    assert len(python) == 4 and len(shell) == 1
+    assert len(python) == 5 and len(shell) == 1
     run = run_page(PAGE)
     assert run.failure() is None, run.failure()
     printed = "".join(r.stdout for r in run.runs if r.lang == "python")

@@ -49,6 +49,8 @@ __all__ = [
     "ResultTimeout",
     "WorkerUnhealthy",
     "JobRunning",
+    "SignalTimeout",
+    "ChildFailed",
     "FENCE_CODES",
     "ERROR_TABLE",
 ]
@@ -338,6 +340,25 @@ class JobRunning(TenureError):
     code = "TN2091"
 
 
+# --- durable workflows (tenure.durable, docs/workflows.md) -------------------------------------
+
+
+class SignalTimeout(TenureError, TimeoutError):
+    """``ctx.wait_for_signal(key, timeout=...)`` reached its timeout before a signal of ``key``
+    arrived. Recorded in the run's checkpoints: a resumed run meets the same timeout at the same
+    step (``details``: ``key``, ``job_id``, ``until``). Catch it to take the no-signal path."""
+
+    code = "TN5001"
+
+
+class ChildFailed(TenureError):
+    """A child job started with ``ctx.map`` / ``ctx.call`` ended ``dead`` or ``cancelled``, so
+    the join cannot return every result. Recorded in the run's checkpoints (a resumed run meets
+    the same failure); ``details["failed"]`` lists ``{"id", "state", "last_error"}`` of each."""
+
+    code = "TN5002"
+
+
 FENCE_CODES = frozenset({LeaseNotHeld.code, LeaseSuperseded.code, LeaseExpired.code})
 
 ERROR_TABLE: dict[str, type[TenureError]] = {
@@ -349,5 +370,6 @@ ERROR_TABLE: dict[str, type[TenureError]] = {
         StoreCorrupt, SchemaTooNew, InvalidURL, UnreadableJob,
         PageCancelled, DeadlineExceeded, QueueNotFound, QueueNotEmpty, InvalidSchedule, JobDead,
         JobCancelled, ResultTimeout, WorkerUnhealthy, WorkerLost, DeadLetterCycle, JobRunning,
+        SignalTimeout, ChildFailed,
     ]
 }

@@ -19,10 +19,14 @@ listed class does too (only the listed ones are retried). ``discard_on`` wins wh
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
 from .errors import InvalidType
+
+if TYPE_CHECKING:
+    from .jobs import Jobs
+    from .records import Job, Lease
 
 
 class Control(Exception):  # raised for control flow, documented as such
@@ -48,6 +52,11 @@ class Snooze(Control):
     def __init__(self, delay: Any = 0) -> None:
         self.delay_ms = v.duration_ms(delay, "Snooze(delay=...)", seconds=True) or 0
         super().__init__(f"snoozed for {self.delay_ms / 1000:g} s")
+
+    def settle(self, jobs: Jobs, lease: Lease) -> Job:
+        """How the worker settles it (fenced): ``jobs.snooze``. A durable step's
+        :class:`tenure.durable.Park` parks with its records and wake conditions instead."""
+        return jobs.snooze(lease, self.delay_ms / 1000)
 
 
 class Discard(Control):

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .maintenance import Maintainer
     from .queues import Queues
     from .schedules import Schedules
+    from .signals import Signals
     from .worker import Worker
 
 DEFAULT_URL = "sqlite:///tenure.db"
@@ -95,6 +96,14 @@ class Store:
 
             self._queues = Queues(self)
         return self._queues
+
+    @property
+    def signals(self) -> Signals:
+        """Durable signals to waiting runs: ``send(key, payload)`` / ``pending(key)`` (see
+        :mod:`tenure.signals`)."""
+        from .signals import Signals
+
+        return Signals(self)
 
     @property
     def schedules(self) -> Schedules:

@@ -301,6 +301,56 @@ class Session(abc.ABC):
     def checkpoint_list(self, run_id: str, max_generation: int) -> list[tuple[str, str, int]]:
         """``(node_id, value, generation)`` for generations <= ``max_generation``."""
 
+    # -- signals, waits and children (engine/<dialect>/signals.py; tenure.durable) -------------
+    @abc.abstractmethod
+    def signal_lock(self, key: str) -> None:
+        """Inside a write transaction: serialise every send, receive and park on ``key`` until
+        the transaction ends (PostgreSQL: an advisory lock; SQLite's write transaction already
+        serialises everything)."""
+
+    @abc.abstractmethod
+    def signal_insert(self, key: str, payload: str | None, now: int | None) -> tuple[int, int]:
+        """Store one unconsumed signal; answers ``(id, sent_at)``."""
+
+    @abc.abstractmethod
+    def signal_wake(self, key: str, now: int | None) -> list[str]:
+        """Make every ``pending`` job waiting for ``key`` (``tenure_waits``) eligible now;
+        answers their ids."""
+
+    @abc.abstractmethod
+    def signal_take(self, key: str, job_id: str, now: int | None) -> tuple[int, str | None] | None:
+        """Consume the oldest unconsumed signal of ``key`` for ``job_id``; answers
+        ``(id, payload)``, or None when there is none."""
+
+    @abc.abstractmethod
+    def signal_count(self, key: str) -> int:
+        """How many signals of ``key`` are not consumed yet."""
+
+    @abc.abstractmethod
+    def wait_add(self, job_id: str, key: str) -> None:
+        """Record that ``job_id`` waits for signal ``key`` (kept if already recorded)."""
+
+    @abc.abstractmethod
+    def wait_remove(self, job_id: str, key: str | None) -> None:
+        """Forget ``job_id``'s wait for ``key`` (every wait of the job when ``key`` is None)."""
+
+    @abc.abstractmethod
+    def job_set_wake_parent(self, job_ids: Sequence[str], parent_id: str) -> int:
+        """Mark these jobs as children of ``parent_id``: when the last unsettled one settles, the
+        parent (if ``pending``) is made eligible (migration 0012's trigger). Answers how many."""
+
+    @abc.abstractmethod
+    def job_children_open(self, parent_id: str) -> int:
+        """How many children of ``parent_id`` are not settled (not done, dead or cancelled)."""
+
+    @abc.abstractmethod
+    def job_get_many(self, job_ids: Sequence[str]) -> list[JobRow]:
+        """The rows of these jobs that exist, in no particular order."""
+
+    @abc.abstractmethod
+    def job_wake(self, job_id: str, now: int | None) -> bool:
+        """A ``pending`` job whose ``run_at`` is later made eligible now; True when it was."""
+
     # -- queues (engine/<dialect>/queues.py) ---------------------------------------------------
     @abc.abstractmethod
     def queue_atomic(self) -> AbstractContextManager[None]:

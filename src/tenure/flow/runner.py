@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ..durable import Park, Steps
 from ..errors import FENCE_CODES, InvalidArgument, InvalidType, ResumeMismatch, TenureError
 from ..jobs import DEFAULT_LEASE_MS
 from .document import Flow
@@ -70,7 +71,7 @@ class TaskContext:
     """What a task receives: the run's input, its dependencies' values, the run's cancellation and
     the run id to thread into side effects as an idempotency key (checklist 7.6, 7.7)."""
 
-    __slots__ = ("node_id", "task", "version", "input", "needs", "flow", "_job_ctx")
+    __slots__ = ("node_id", "task", "version", "input", "needs", "flow", "_job_ctx", "_steps")
 
     def __init__(self, job_ctx: JobContext, flow: str, node_id: str, impl: TaskImpl, run_input: Any,
                  needs: Mapping[str, Any]) -> None:
@@ -81,6 +82,7 @@ class TaskContext:
         self.version = impl.version
         self.input = run_input
         self.needs: Mapping[str, Any] = MappingProxyType(dict(needs))
+        self._steps: Steps | None = None
 
     def __getitem__(self, node_id: str) -> Any:
         """The value of a node this one needs."""
@@ -125,6 +127,36 @@ class TaskContext:
     @property
     def store(self) -> Store:
         return self._job_ctx.store
+
+    # -- durable steps (tenure.durable): the node parks; the run holds no slot meanwhile -------
+    def _durable(self) -> Steps:
+        if self._steps is None:
+            job_ctx = self._job_ctx
+            self._steps = Steps(job_ctx.store, lambda: job_ctx.lease, scope=f"{self.node_id}:")
+        return self._steps
+
+    def sleep(self, seconds: Any) -> None:
+        """Durable sleep: the run parks for ``seconds`` (no slot, no lease); when it is claimed
+        again this node runs again from its start and this step returns at once."""
+        self._durable().sleep(seconds)
+
+    def sleep_until(self, when: Any) -> None:
+        """Durable sleep until ``when`` (epoch ms or a datetime)."""
+        self._durable().sleep_until(when)
+
+    def wait_for_signal(self, key: str, timeout: Any = None) -> Any:
+        """The payload of the next signal of ``key`` (``store.signals.send``), the run parked
+        until it comes; :class:`tenure.errors.SignalTimeout` after ``timeout`` seconds."""
+        return self._durable().wait_for_signal(key, timeout)
+
+    def map(self, kind: str, payloads: Any, **options: Any) -> list[Any]:
+        """Dynamic fan-out: one child job of ``kind`` per payload, spread over every worker; their
+        results in order once all are done (the run parked until then)."""
+        return self._durable().map(kind, payloads, **options)
+
+    def call(self, kind: str, payload: Any = None, **options: Any) -> Any:
+        """A child job or a child workflow (``call("other-flow", {"input": ...})``) and its result."""
+        return self._durable().call(kind, payload, **options)
 
     def __repr__(self) -> str:
         return f"<TaskContext run={self.run_id!r} node={self.node_id!r} task={self.task!r}@{self.version!r}>"
@@ -246,6 +278,7 @@ class _Run:
         running: dict[asyncio.Future[Any], str] = {}
         async_tasks: list[asyncio.Future[Any]] = []
         failure: BaseException | None = None
+        parked: list[Park] = []
         loop = asyncio.get_running_loop()
         pool = ThreadPoolExecutor(max_workers=flow.max_parallel,
                                   thread_name_prefix=f"tenure-flow-{flow.name}")
@@ -281,6 +314,8 @@ class _Run:
                         self.values[node_id] = fut.result()
                     except asyncio.CancelledError:
                         pass
+                    except Park as park:  # a durable step: the node resumes when the run is woken
+                        parked.append(park)
                     except BaseException as exc:  # noqa: BLE001 - reported after the siblings finish
                         failure = _first(failure, exc)
         finally:
@@ -292,6 +327,8 @@ class _Run:
             if cancelled.is_set():
                 raise self._interrupted() from failure
             raise failure
+        if not done_all and parked and not cancelled.is_set():
+            raise Park.merge(parked)  # the worker parks the run: no slot, no lease until it wakes
         if not done_all:
             raise self._interrupted()
 
@@ -316,6 +353,8 @@ class _Run:
     def _run_sync(self, node_id: str, impl: TaskImpl, needs: dict[str, Any]) -> Any:
         try:
             value = impl.fn(self._context(node_id, impl, needs))
+        except Park:
+            raise
         except Exception as exc:
             raise self._failed(node_id, impl, exc) from exc
         self._save(node_id, impl, value)
@@ -324,7 +363,7 @@ class _Run:
     async def _run_async(self, node_id: str, impl: TaskImpl, needs: dict[str, Any]) -> Any:
         try:
             value = await impl.fn(self._context(node_id, impl, needs))
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, Park):
             raise
         except Exception as exc:
             raise self._failed(node_id, impl, exc) from exc

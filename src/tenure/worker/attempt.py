@@ -153,7 +153,7 @@ class Attempt:
     __slots__ = ("worker", "job", "lease", "token", "handler", "cancelled", "started", "last_renew",
                  "deadline", "state", "lost", "operator_cancelled", "timed_out", "finished",
                  "task", "loop", "settle_lock", "renew_failing", "timeout_ms", "credited", "progress",
-                 "__weakref__")
+                 "steps", "__weakref__")
 
     def __init__(self, worker: Worker, claim: Claim, handler: Callable[..., Any], timeout_ms: int | None):
         self.worker = worker
@@ -182,6 +182,7 @@ class Attempt:
         # Its slot funds a claim made in the same transaction as its settlement (see _reserve).
         self.credited = False
         self.progress: Any = None  # a tenure.progress.Throttle once the handler reports progress
+        self.steps: Any = None  # a tenure.durable.Steps once the handler sleeps, waits or starts children
 
     @property
     def detached(self) -> bool:

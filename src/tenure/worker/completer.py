@@ -145,7 +145,7 @@ class Completer(Producer):
     def _snooze(self, jobs, attempt: Attempt, snooze: Snooze) -> None:
         """Settle one attempt whose handler raised :class:`tenure.Snooze` (fenced)."""
         try:
-            job = self._retrying(lambda: jobs.snooze(attempt.lease, snooze.delay_ms / 1000), [attempt])
+            job = self._retrying(lambda: snooze.settle(jobs, attempt.lease), [attempt])
         except TenureError as exc:
             if exc.code not in FENCE_CODES:
                 self._count("settle_errors")

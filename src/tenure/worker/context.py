@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import OperationWithdrawn
 from ..records import Job, Lease
@@ -71,6 +71,38 @@ class JobContext:
 
             attempt.progress = Throttle(attempt.worker.store, lambda: attempt.lease)
         return attempt.progress.report(fraction, note)
+
+    # -- durable steps (tenure.durable): park without holding the slot or the lease ----------
+    def _steps(self) -> Any:
+        attempt = self._attempt
+        if attempt.steps is None:
+            from ..durable import Steps
+
+            attempt.steps = Steps(attempt.worker.store, lambda: attempt.lease)
+        return attempt.steps
+
+    def sleep(self, seconds: Any) -> None:
+        """Durable sleep (:mod:`tenure.durable`): park the job for ``seconds``; the handler runs
+        again from the start after it, and this step then returns at once."""
+        self._steps().sleep(seconds)
+
+    def sleep_until(self, when: Any) -> None:
+        """Durable sleep until ``when`` (epoch ms or a datetime): :meth:`sleep`'s twin."""
+        self._steps().sleep_until(when)
+
+    def wait_for_signal(self, key: str, timeout: Any = None) -> Any:
+        """The payload of the next signal of ``key`` (``store.signals.send``), parking the job until
+        one is sent; raises :class:`tenure.errors.SignalTimeout` after ``timeout`` seconds."""
+        return self._steps().wait_for_signal(key, timeout)
+
+    def map(self, kind: str, payloads: Any, **options: Any) -> list[Any]:
+        """Child jobs of ``kind``, one per payload; their results in order once all are done
+        (parking until then). :class:`tenure.errors.ChildFailed` when one ends dead/cancelled."""
+        return self._steps().map(kind, payloads, **options)
+
+    def call(self, kind: str, payload: Any = None, **options: Any) -> Any:
+        """One child job (e.g. a flow's run) and its result: :meth:`map` of one payload."""
+        return self._steps().call(kind, payload, **options)
 
     def transaction(self):
         """The handler transaction (exactly-once effects on the store's own database): the

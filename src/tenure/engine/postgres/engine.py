@@ -77,6 +77,7 @@ from .deadline import current as deadline_spec
 from .insights import PostgresInsightsMixin
 from .maintenance import PostgresMaintenanceMixin
 from .queues import PostgresQueuesMixin
+from .signals import PostgresSignalsMixin
 
 #: A pooled connection idle longer than this is checked before use (after a server restart every
 #: idle connection is dead; one returned a moment ago almost never is, and skipping its check
@@ -104,7 +105,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 log = logging.getLogger("tenure.engine.postgres")
 
 
-class PostgresSession(PostgresQueuesMixin, PostgresMaintenanceMixin, PostgresInsightsMixin, Session):
+class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMaintenanceMixin, PostgresInsightsMixin, Session):
     dialect = "postgres"
     __slots__ = ("_conn",)
 

@@ -556,7 +556,7 @@ VALUES (%(version)s::int, %(name)s::text, (extract(epoch FROM clock_timestamp())
 
 TABLES = (
     "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
-    "tenure_leader", "tenure_workers",
+    "tenure_leader", "tenure_workers", "tenure_signals", "tenure_waits",
 )
 # Every tenure table of the current schema except the migration log (so tables added by later
 # migrations are emptied too), as one TRUNCATE statement.

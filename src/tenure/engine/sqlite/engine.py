@@ -51,13 +51,14 @@ from . import queries as Q
 from .insights import SQLiteInsightsMixin
 from .maintenance import SQLiteMaintenanceMixin
 from .queues import SQLiteQueuesMixin
+from .signals import SQLiteSignalsMixin
 
 
 def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class SQLiteSession(SQLiteQueuesMixin, SQLiteMaintenanceMixin, SQLiteInsightsMixin, Session):
+class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixin, SQLiteInsightsMixin, Session):
     dialect = "sqlite"
     __slots__ = ("_conn", "_owns_tx")
 

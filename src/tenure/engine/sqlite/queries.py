@@ -332,5 +332,5 @@ CREATE TABLE IF NOT EXISTS tenure_migrations (
 
 TABLES = (
     "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
-    "tenure_leader", "tenure_workers",
+    "tenure_leader", "tenure_workers", "tenure_signals", "tenure_waits",
 )

@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from tenure.cli.worker import DEFAULT_CONCURRENCY
+
 from . import machine
 from .scenarios import Prepared
 from .targets import PostgresTarget, SQLiteTarget, Target, verify_store
@@ -75,7 +77,9 @@ PINS = (
     "psycopg-pool==3.3.3",
 )
 ALL_PEERS = ("tenure", "pgqueuer", "huey", "procrastinate")
-TENURE_CONCURRENCY = 64
+#: tenure's drains run at ``tenure worker``'s default concurrency unless --tenure-concurrency says
+#: otherwise (then a run at the defaults is added on PostgreSQL, for the issue 26 target).
+TENURE_CONCURRENCY = DEFAULT_CONCURRENCY
 
 POLL_MIN_S = 0.002
 POLL_MAX_S = 0.25
@@ -223,11 +227,14 @@ def _check_handler(ver: dict[str, Any], n: int, report: dict[str, Any]) -> None:
 class Tenure(System):
     name = "tenure"
 
-    def __init__(self, target: Target, concurrency: int, durable: bool = False) -> None:
+    def __init__(self, target: Target, concurrency: int, durable: bool = False, defaults: bool = False) -> None:
         self.target = target
         self.engine = target.engine
         self.concurrency = concurrency
         self.durable = durable
+        #: the drain runs at ``tenure worker``'s default settings (its default --concurrency)
+        self.cli_defaults = concurrency == DEFAULT_CONCURRENCY
+        self.defaults = defaults
         self.prepared = Prepared(target, analyze=True)
         self.url = ""
         self.ids: list[str] = []
@@ -237,13 +244,16 @@ class Tenure(System):
 
     @property
     def label(self) -> str:
+        if self.defaults:
+            return "tenure (defaults)"
         return "tenure (durable)" if self.durable else "tenure"
 
     def settings(self) -> str:
+        conc = f"concurrency={self.concurrency}" + (" (tenure worker's default)" if self.cli_defaults else "")
         if self.engine == "sqlite":
             sync = "FULL" if self.durable else "NORMAL"
-            return f"concurrency={self.concurrency}; WAL, synchronous={sync}"
-        return f"concurrency={self.concurrency}; psycopg 3"
+            return f"{conc}; WAL, synchronous={sync}"
+        return f"{conc}; psycopg 3"
 
     def prepare(self, n: int) -> dict[str, Any]:
         open(self.out, "w").close()  # the worker writes its report here; never read a stale one
@@ -251,7 +261,10 @@ class Tenure(System):
         self.url, self.ids = self.prepared.store("peers-drain", n)
         secs = time.perf_counter() - t0
         self.poll = self.target.raw(self.url)
-        return {"enqueued": n, "fill_seconds": round(secs, 3)}
+        out = {"enqueued": n, "fill_seconds": round(secs, 3)}
+        if self.prepared.last_enqueue_seconds is not None:  # PostgreSQL: filled afresh each run
+            out["enqueue_seconds"] = round(self.prepared.last_enqueue_seconds, 4)
+        return out
 
     def command(self) -> tuple[list[str], dict[str, str] | None]:
         url = self.url + ("?durable=true" if self.durable else "")
@@ -542,9 +555,14 @@ def summarize(system: System, runs: list[dict[str, Any]]) -> dict[str, Any]:
     median = statistics.median(rates)
     cpus = [r["worker_cpu_us_per_job"] for r in runs if r["worker_cpu_us_per_job"] is not None]
     failures = [f for r in runs for f in r["verified"]["failures"]]
+    bulk = [r["fill"]["enqueued"] / r["fill"]["enqueue_seconds"] for r in runs
+            if (r.get("fill") or {}).get("enqueue_seconds")]
     return {
         "system": system.label, "engine": system.engine, "settings": system.settings(),
         "jobs_per_s": round(median, 1), "jobs_per_s_all": rates,
+        "bulk_enqueue_rows_per_s": round(statistics.median(bulk), 1) if bulk else None,
+        "cli_defaults": getattr(system, "cli_defaults", False),
+        "bulk_enqueue_rows_per_s_all": [round(b, 1) for b in bulk],
         "seconds_all": [r["seconds"] for r in runs],
         "worker_cpu_us_per_job": round(statistics.median(cpus), 1) if cpus else None,
         "verified": {"ok": not failures and bool(runs), "done_per_run": [r["verified"].get("done") for r in runs],
@@ -558,7 +576,8 @@ def summarize(system: System, runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def render(out: dict[str, Any]) -> str:
     n = out["config"]["jobs"]
-    head = ("system", "engine", "jobs/s", "runs (jobs/s)", "CPU us/job", "verified", "settings")
+    head = ("system", "engine", "jobs/s", "runs (jobs/s)", "CPU us/job", "bulk enqueue rows/s", "verified",
+            "settings")
     rows = [head]
     for r in out["results"]:
         done = r["verified"]["done_per_run"]
@@ -566,13 +585,51 @@ def render(out: dict[str, Any]) -> str:
         rows.append((r["system"], r["engine"], f"{r['jobs_per_s']:,.0f}",
                      " ".join(f"{x:,.0f}" for x in r["jobs_per_s_all"]),
                      "-" if r["worker_cpu_us_per_job"] is None else f"{r['worker_cpu_us_per_job']:,.0f}",
+                     "-" if not r.get("bulk_enqueue_rows_per_s") else f"{r['bulk_enqueue_rows_per_s']:,.0f}",
                      f"{min(done, default=0) if None not in done else '?'}/{n} {ok}", r["settings"]))
     for name, err in out.get("errors", {}).items():
-        rows.append((name, "-", "-", "-", "-", "ERROR", err[:200]))
+        rows.append((name, "-", "-", "-", "-", "-", "ERROR", err[:200]))
+    rows_text = _table(rows, head)
+    return rows_text + "\n" + "\n".join(ratio_lines(out))
+
+
+#: Issue 26's targets against pgqueuer, measured in the same run: (what, tenure system label,
+#: the result field, at least this many times pgqueuer's).
+RATIO_TARGETS = (
+    ("drain, tenure worker's default settings", "tenure (defaults)", "jobs_per_s", 1.5),
+    ("drain, best settings", "tenure", "jobs_per_s", 1.5),
+    ("bulk enqueue", "tenure", "bulk_enqueue_rows_per_s", 2.0),
+)
+
+
+def ratio_lines(out: dict[str, Any]) -> list[str]:
+    """tenure (PostgreSQL) against pgqueuer in this run, each ratio with its target."""
+    pg = {r["system"]: r for r in out["results"] if r["engine"] == "postgres"}
+    for r in out["results"]:  # the run at tenure worker's defaults, whatever its label
+        if r["engine"] == "postgres" and r.get("cli_defaults"):
+            pg.setdefault("tenure (defaults)", r)
+    base = pg.get("pgqueuer")
+    if base is None:
+        return []
+    lines = ["ratios to pgqueuer (PostgreSQL, this run):"]
+    for what, label, field_name, want in RATIO_TARGETS:
+        row = pg.get(label) or {}
+        mine, theirs = row.get(field_name), base.get(field_name)
+        if not mine or not theirs:
+            lines.append(f"  [not measured] {what} >= {want}x")
+            continue
+        ratio = mine / theirs
+        verdict = "met" if ratio >= want else "NOT MET"
+        lines.append(f"  [{verdict}] {what} ({row['system']}): {mine:,.0f} / {theirs:,.0f} = {ratio:.2f}x "
+                     f"(target >= {want}x)")
+    return lines
+
+
+def _table(rows: list[tuple], head: tuple) -> str:
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(head) - 1)]
     lines = []
     for i, row in enumerate(rows):
-        cells = [str(c).rjust(w) if 2 <= j <= 4 else str(c).ljust(w) for j, (c, w) in enumerate(zip(row, widths, strict=False))]
+        cells = [str(c).rjust(w) if 2 <= j <= 5 else str(c).ljust(w) for j, (c, w) in enumerate(zip(row, widths, strict=False))]
         lines.append("  ".join([*cells, str(row[-1])]))
         if i == 0:
             lines.append("  ".join(["-" * w for w in widths] + ["-" * 8]))
@@ -656,6 +713,8 @@ def build_systems(opt: Options, workdir: str) -> tuple[list[System], list[Target
         systems.append(Tenure(sq, opt.tenure_concurrency, durable=True))
         if pg_target is not None:
             systems.append(Tenure(pg_target, opt.tenure_concurrency))
+            if opt.tenure_concurrency != DEFAULT_CONCURRENCY:  # else that run is the defaults' run
+                systems.append(Tenure(pg_target, DEFAULT_CONCURRENCY, defaults=True))
     if "huey" in opt.peers:
         systems.append(Huey(workdir, python, opt.huey_workers))
     if "pgqueuer" in opt.peers:

@@ -93,6 +93,8 @@ class Prepared:
         self.target = target
         self.analyze = analyze
         self._templates: dict[int, tuple[str, list[str]]] = {}
+        #: Seconds the last PostgreSQL fill spent in ``enqueue_many`` (None: copied from a template).
+        self.last_enqueue_seconds: float | None = None
 
     def store(self, label: str, n: int) -> tuple[str, list[str]]:
         target = self.target
@@ -107,7 +109,8 @@ class Prepared:
             shutil.copyfile(SQLiteTarget.path(turl), SQLiteTarget.path(url))
             return url, ids
         with tenure.connect(url) as st:
-            ids, _ = fill(st, n)
+            st.jobs.counts()  # the schema is made (migrated) before the clock starts
+            ids, self.last_enqueue_seconds = fill(st, n)
         if self.analyze:
             target.analyze(url)
         return url, ids

@@ -88,3 +88,25 @@ def test_a_lease_given_back_after_a_lost_claim_verifies_only_when_reported(targe
     assert reported.checks["done_attempts_range"] == [1, 1]
     assert not unreported.ok and any("done_generation_range" in f for f in unreported.failures)
     assert not twice.ok and any("handler_calls" in f for f in twice.failures)
+
+
+def test_peers_ratio_lines_judge_each_target_against_pgqueuer() -> None:
+    from bench.peers import ratio_lines
+
+    def result(system: str, jobs: float, bulk: float | None, defaults: bool = False) -> dict:
+        return {"system": system, "engine": "postgres", "jobs_per_s": jobs, "bulk_enqueue_rows_per_s": bulk,
+                "cli_defaults": defaults}
+
+    out = {"results": [result("tenure", 9_000, 90_000, defaults=True), result("pgqueuer", 5_000, 40_000),
+                       {**result("tenure", 30_000, None), "engine": "sqlite"}]}
+    lines = ratio_lines(out)
+    assert lines[1] == ("  [met] drain, tenure worker's default settings (tenure): 9,000 / 5,000 = 1.80x "
+                        "(target >= 1.5x)")
+    assert lines[2].startswith("  [met] drain, best settings (tenure): 9,000 / 5,000 = 1.80x")
+    assert lines[3].startswith("  [met] bulk enqueue (tenure): 90,000 / 40,000 = 2.25x")
+    out["results"][0]["bulk_enqueue_rows_per_s"] = 70_000
+    out["results"][0]["cli_defaults"] = False
+    lines = ratio_lines(out)
+    assert lines[1].startswith("  [not measured] drain, tenure worker's default settings")
+    assert lines[3].startswith("  [NOT MET] bulk enqueue (tenure): 70,000 / 40,000 = 1.75x")
+    assert ratio_lines({"results": [result("tenure", 1, 1)]}) == []  # no pgqueuer in the run

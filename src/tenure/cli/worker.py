@@ -44,11 +44,19 @@ def _instrument(app: Any, registry_box: list) -> None:
     app.create_worker = capturing_create_worker
 
 
+#: ``tenure worker``'s default --concurrency (issue 26). Short jobs drain at a rate set by how
+#: many settle and are claimed per round trip, which is at most the free slots: 4 slots drained
+#: ~1/2 to 1/5 of what 64 do on PostgreSQL (docs/performance.md, "Default settings"). An idle slot
+#: costs a parked thread and nothing else, and a handler that blocks on I/O wants many; for
+#: CPU-bound handlers give --processes instead (the GIL runs one handler at a time per process).
+DEFAULT_CONCURRENCY = 64
+
+
 @main.command()
 @click.argument("app_spec", metavar="APP")
 @url_option
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1),
-              help="Handlers run at once per process.")
+@click.option("--concurrency", default=DEFAULT_CONCURRENCY, show_default=True, type=click.IntRange(min=1),
+              help="Handlers run at once per process (each a thread, or a task for async handlers).")
 @click.option("--queues", default=None,
               help="Comma-separated queues (default: all but dead-letter queues and copies).")
 @click.option("--processes", default=1, show_default=True, type=click.IntRange(min=1),

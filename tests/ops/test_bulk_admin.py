@@ -78,6 +78,8 @@ def _matches(info, filters, now):
             return False
     if "kind" in filters and info["kind"] != filters["kind"]:
         return False
+    if "queue" in filters and info["queue"] != filters["queue"]:
+        return False
     if "tag" in filters and filters["tag"] not in info["tags"]:
         return False
     if "older_than" in filters and not info["created"] < now - filters["older_than"] * 1000:
@@ -98,6 +100,9 @@ FILTERS = [
     {"older_than": 2 * 86_400},
     {"kind": "b", "tag": "y"},
     {"state": "dead", "kind": "a"},
+    {"queue": "q1.b-q1-1-failed"},  # each job has a queue of its own: the filter picks one row
+    {"queue": "q2.a-q2-2-live", "kind": "a"},
+    {"queue": "q2.a-q2-2-expired", "kind": "b"},  # matches nothing
 ]
 
 

@@ -211,3 +211,28 @@ def test_request_cancel_after_the_worker_was_sigkilled(engine_url, tmp_path, pro
         assert len(ledger(path)) == 1  # started once, never finished, never ran again
     finally:
         later.close()
+
+
+def test_cli_cancel_asks_the_worker_of_a_running_job(cli, cli_url):
+    """``tenure jobs cancel ID`` is request_cancel: a running job is flagged (still leased, its
+    holder settles it), a queued one is cancelled at once, a done one is refused with TN2065."""
+    store = tenure.connect(cli_url)
+    try:
+        running = store.jobs.enqueue("video.encode", {"id": 1})
+        held = store.jobs.claim(["video.encode"], owner="encoder:1", lease_ms=600_000)
+        assert held is not None and held.job.id == running
+        assert cli("jobs", "cancel", running, "--json").json() == {"id": running, "cancelled": False,
+                                                                   "requested": True}
+        job = store.jobs.get(running)
+        assert job.state == "leased" and job.cancel_requested_at is not None
+        assert cli("jobs", "cancel", running).out.strip().startswith(f"cancel requested for {running}")
+        queued = store.jobs.enqueue("video.encode", {"id": 2})
+        assert cli("jobs", "cancel", queued).out.strip() == f"cancelled {queued}"
+        store.jobs.cancel(running, held.lease)  # the holder settles it with its own lease
+        assert store.jobs.get(running).state == "cancelled"
+        done = store.jobs.enqueue("video.encode", {"id": 3})
+        store.jobs.complete(store.jobs.claim(["video.encode"], owner="encoder:1").lease, "ok")
+        refused = cli("jobs", "cancel", done, expect=1)
+        assert "TN2065" in refused.err and store.jobs.get(done).state == "done"
+    finally:
+        store.close()

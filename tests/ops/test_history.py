@@ -17,7 +17,7 @@ class Throttled(Exception):
 
 
 def test_history_of_a_job_failed_three_ways(any_store, make_worker, clock):
-    """Three attempts fail three ways (a KeyError, an application exception, a timeout message):
+    """Three attempts fail three ways (a KeyError, an application exception, a Discard):
     three entries in order with class paths, messages, tracebacks and owners; the job is dead and
     last_error is the last message."""
     jobs = any_store.jobs

@@ -21,16 +21,17 @@ def test_a_warning_with_traceback_per_failed_attempt_and_an_error_when_dead(any_
     def handler(payload, ctx):
         raise LookupError(f"attempt {ctx.attempt} found nothing")
 
-    job_id = jobs.enqueue("k", max_attempts=2)
+    job_id = jobs.enqueue("k", max_attempts=3)
     outcomes = Outcomes()
     caplog.set_level(logging.DEBUG, logger="tenure")
     w = make_worker(any_store, {"k": handler}, poll_interval=0.01, on_outcome=outcomes, backoff_base=0)
     w.start()
-    outcomes.wait(2)
+    outcomes.wait(3)
     records = [r for r in caplog.records if r.name == "tenure.jobs"]
     assert [(r.levelno, r.attempt, r.outcome) for r in records] == [
         (logging.WARNING, 1, "failed"),
-        (logging.ERROR, 2, "dead"),
+        (logging.WARNING, 2, "failed"),
+        (logging.ERROR, 3, "dead"),
     ]
     for r in records:
         assert r.job_id == job_id and r.kind == "k" and r.queue == "default"
@@ -38,6 +39,7 @@ def test_a_warning_with_traceback_per_failed_attempt_and_an_error_when_dead(any_
         text = logging.Formatter().format(r)
         assert "Traceback (most recent call last)" in text and 'raise LookupError(f"attempt' in text
     assert "attempt 1 found nothing" in records[0].getMessage()
+    assert "attempt 2 found nothing" in records[1].getMessage()
 
 
 def test_the_json_format_carries_the_job_fields_and_traceback():

@@ -25,7 +25,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
@@ -130,6 +131,8 @@ class Task(Generic[P, R]):
         checked against the function's signature first: a call it could not accept raises
         :class:`InvalidType` (TN1002) naming the task and the argument, and nothing is written."""
         payload = self.signature.payload(args, kwargs)
+        if self.app._enqueue_hook is not None:  # tenure.testing.inline(app), for this app only
+            return self.app._enqueue_hook(self, payload)
         job_id = self.app.store.jobs.enqueue(self.name, payload, **self.options)
         return Handle(job_id, self.app.store)
 
@@ -273,6 +276,10 @@ class App:
         self.periodic_tasks: list[dict[str, Any]] = []
         self._worker_start_hooks: list[Callable[[Any], Any]] = []
         self._outcome_hooks: list[Callable[[dict[str, Any]], Any]] = []
+        #: Stores that stand in for this app's own while a ``use_store`` block runs (innermost last).
+        self._stand_ins: list[Store] = []
+        #: While ``tenure.testing.inline(app)`` runs: what ``task.enqueue`` does instead of storing.
+        self._enqueue_hook: Callable[[Task[Any, Any], Any], Any] | None = None
 
     def on_worker_start(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Register per-process setup: ``fn(worker)`` runs in every process that runs this app's
@@ -297,9 +304,34 @@ class App:
 
     @property
     def store(self) -> Store:
+        """The store this app enqueues to and runs workers over: inside a :meth:`use_store` block
+        the block's store; else its own, opened at first use (from ``url``, ``$TENURE_URL``, or
+        ``sqlite:///tenure.db``)."""
+        if self._stand_ins:
+            return self._stand_ins[-1]
         if self._store is None:
             self._store = connect(self._url, **self._connect_options)
         return self._store
+
+    @contextmanager
+    def use_store(self, store: Store | str) -> Iterator[Store]:
+        """Point this app at ``store`` (a :class:`Store`, or a URL opened now and closed at the
+        end) for the block: every ``task.enqueue``, ``app.store`` and worker of this app, in every
+        thread, uses it; the app's own store is not opened (a module-level ``App("postgresql://
+        prod...")`` in a test never connects). Blocks nest; the previous store is back after.
+        For tests: ``tenure.testing`` and its ``tenure_app``/``tenure_isolate`` fixtures call it."""
+        opened = None
+        if isinstance(store, str):
+            store = opened = connect(store)
+        elif not isinstance(store, Store):
+            raise InvalidType(f"use_store takes a Store or a store URL, got {type(store).__name__}")
+        self._stand_ins.append(store)
+        try:
+            yield store
+        finally:
+            self._stand_ins.remove(store)
+            if opened is not None:
+                opened.close(grace=1)
 
     @overload
     def task(self, fn: Callable[Concatenate[JobContext, P], Coroutine[Any, Any, R]], *, name: str | None = None,

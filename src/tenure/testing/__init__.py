@@ -5,8 +5,13 @@
 - :func:`assert_enqueued` / :func:`refute_enqueued` check what your code enqueued.
 - :func:`inline` makes an :class:`tenure.App`'s ``task.enqueue`` run the task at once, in the
   calling thread, without a store round-trip (Celery's "eager" mode) — for unit tests of callers.
-- The pytest plugin (auto-registered) gives a ``tenure_store`` fixture: a fresh store on a
-  temporary SQLite file, closed after the test.
+  It changes that app only, for the block only.
+- :meth:`tenure.App.use_store` (a context manager) points an app — a module-level one included —
+  at a test store; :func:`isolated` does it with a fresh temporary SQLite file.
+- The pytest plugin (auto-registered) gives fixtures: ``tenure_store`` (a fresh store on a
+  temporary SQLite file, closed after the test), ``tenure_isolate`` (``tenure_isolate(app, ...)``
+  points apps at it for the test) and ``tenure_app`` (the app named by the ``tenure_app`` ini
+  option, pointed at it). docs/testing.md shows them.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from ..errors import JobDead
 from ..records import Job
 from ..store import Store
 
-__all__ = ["ANY", "DrainResult", "assert_enqueued", "drain", "enqueued", "inline", "refute_enqueued"]
+__all__ = ["ANY", "DrainResult", "EagerHandle", "assert_enqueued", "drain", "enqueued", "inline", "isolated",
+           "refute_enqueued"]
 
 
 class _Any:
@@ -174,21 +180,23 @@ class _InlineContext:
 
 @contextmanager
 def inline(app: Any) -> Iterator[list[EagerHandle]]:
-    """Within the block, ``task.enqueue(...)`` runs the task immediately in this thread and
-    answers an :class:`EagerHandle`. Answers the list of handles (one per call)."""
-    from ..app import Handle, Task
+    """Within the block, ``app``'s ``task.enqueue(...)`` runs the task immediately in this thread
+    and answers an :class:`EagerHandle` (arguments checked as a real enqueue checks them, TN1002).
+    Only ``app`` changes, only until the block ends; other apps still store their jobs. Answers the
+    list of handles (one per call)."""
+    from ..app import App, Task
 
+    if not isinstance(app, App):
+        raise TypeError(f"inline() takes a tenure.App, got {type(app).__name__}")
+    if app._enqueue_hook is not None:
+        raise RuntimeError("inline() is already active for this app")
     calls: list[EagerHandle] = []
-    original = Task.enqueue
 
-    def eager(self: Task, *args: Any, **kwargs: Any) -> Handle | EagerHandle:
-        if self.app is not app:
-            return original(self, *args, **kwargs)
-        payload = self.signature.payload(args, kwargs)  # checked like a real enqueue (TN1002)
+    def eager(task: Task[Any, Any], payload: Any) -> EagerHandle:
         job_id = str(uuid.uuid4())
         handle = EagerHandle(job_id)
         try:
-            out = self.handler()(payload, _InlineContext(job_id))
+            out = task.handler()(payload, _InlineContext(job_id))
             if hasattr(out, "__await__"):
                 import asyncio
 
@@ -199,9 +207,28 @@ def inline(app: Any) -> Iterator[list[EagerHandle]]:
         calls.append(handle)
         return handle
 
-    # The patch answers an EagerHandle where enqueue answers a Handle: that is what inline() is for.
-    Task.enqueue = eager  # type: ignore[method-assign, assignment]
+    app._enqueue_hook = eager
     try:
         yield calls
     finally:
-        Task.enqueue = original  # type: ignore[method-assign]
+        app._enqueue_hook = None
+
+
+@contextmanager
+def isolated(*apps: Any, directory: str | None = None) -> Iterator[Store]:
+    """A fresh store on a temporary SQLite file (in ``directory``, else a new temporary directory)
+    with every app of ``apps`` pointed at it (:meth:`tenure.App.use_store`) for the block; closed
+    and removed after. For suites without pytest; the ``tenure_isolate`` fixture is the same."""
+    import tempfile
+    from contextlib import ExitStack
+
+    from ..store import connect
+
+    with ExitStack() as stack:
+        where = directory or stack.enter_context(tempfile.TemporaryDirectory(prefix="tenure-test-"))
+        store = connect(f"sqlite:///{where}/tenure-test-{uuid.uuid4().hex[:8]}.db")
+        stack.callback(store.close, grace=1)
+        store.jobs  # noqa: B018 - create the tables now
+        for app in apps:
+            stack.enter_context(app.use_store(store))
+        yield store

@@ -51,6 +51,9 @@ __all__ = [
     "JobRunning",
     "SignalTimeout",
     "ChildFailed",
+    "UnknownParent",
+    "DependencyCycle",
+    "ParentFailed",
     "FENCE_CODES",
     "ERROR_TABLE",
 ]
@@ -357,6 +360,30 @@ class ChildFailed(TenureError):
     the same failure); ``details["failed"]`` lists ``{"id", "state", "last_error"}`` of each."""
 
     code = "TN5002"
+# --- composition (docs/composition.md) -----------------------------------------------------------
+
+
+class UnknownParent(TenureError, ValueError):
+    """``enqueue(..., depends_on=[...])`` names a job that neither exists nor is enqueued in the
+    same call (``enqueue_many``, a canvas): nothing is written. ``details["missing"]`` lists them."""
+
+    code = "TN2101"
+
+
+class DependencyCycle(TenureError, ValueError):
+    """``depends_on`` that can never be met: a job that depends on itself, or jobs of one
+    ``enqueue_many`` (or canvas) that depend on each other in a cycle. Nothing is written;
+    ``details["cycle"]`` names the jobs in it."""
+
+    code = "TN2102"
+
+
+class ParentFailed(TenureError):
+    """A dependent cancelled because a parent ended ``dead`` or ``cancelled`` and its
+    ``on_parent_failure`` policy is ``cancel`` (the default). Never raised by a call: it is the code
+    that opens such a job's ``last_error`` ("TN2103: parent ... ended dead, ...")."""
+
+    code = "TN2103"
 
 
 FENCE_CODES = frozenset({LeaseNotHeld.code, LeaseSuperseded.code, LeaseExpired.code})
@@ -371,5 +398,6 @@ ERROR_TABLE: dict[str, type[TenureError]] = {
         PageCancelled, DeadlineExceeded, QueueNotFound, QueueNotEmpty, InvalidSchedule, JobDead,
         JobCancelled, ResultTimeout, WorkerUnhealthy, WorkerLost, DeadLetterCycle, JobRunning,
         SignalTimeout, ChildFailed,
+        UnknownParent, DependencyCycle, ParentFailed,
     ]
 }

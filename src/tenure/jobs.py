@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _sanitize, bulk_admin
+from . import _sanitize, bulk_admin, dependencies
 from . import _validate as v
 from .attempt_history import entry_json
 from .engine.base import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS  # re-exported (tenure.queues)
@@ -39,7 +39,7 @@ from .errors import (
 from .handler_control import Discard, Retry
 from .ids import new_job_id, new_job_ids
 from .job_control import cancel_abandoned, request_cancel
-from .records import Checkpoint, Claim, Job, Lease, Page, Progress, SweepResult, Undecodable
+from .records import Checkpoint, Claim, Dependency, Job, Lease, Page, Progress, SweepResult, Undecodable
 from .tracing import enqueue_headers
 
 if TYPE_CHECKING:
@@ -57,7 +57,10 @@ MAX_GENERATION = 2**31 - 1
 STREAM_MIN_JOBS = 64
 #: An ``enqueue_many`` item with one of these keys may collide with a stored job: it takes the
 #: path that answers the job it collided with.
-_COLLIDING_KEYS = frozenset({"id", "singleton_key", "singleton_for", "debounce"})
+_COLLIDING_KEYS = frozenset({"id", "singleton_key", "singleton_for", "debounce",
+                             # not a collision, but written with its edges in one transaction
+                             # (tenure.dependencies), which streaming does not do
+                             "depends_on", "on_parent_failure"})
 
 
 class NotStreamable(Exception):
@@ -103,7 +106,8 @@ def _decoded(r: JobRow) -> Job:
     return Job(r[0], r[1], None if p is None else _loads(p), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
                None if res is None else _loads(res), r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19],
                r[20], None if h is None else _loads(h), [] if e is None else _loads(e), r[23],
-               [] if t is None else _loads(t), {} if m is None else _loads(m), _progress(r[26]))
+               [] if t is None else _loads(t), {} if m is None else _loads(m), _progress(r[26]),
+               r[27] or 0)
 
 
 def _progress(text: str | None) -> Progress | None:
@@ -135,7 +139,7 @@ def _tolerant(r: JobRow) -> Job:
     return Job(r[0], r[1], dec(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], dec(r[11]),
                r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], dec(r[21]),
                [] if e is None else dec(e), r[23], [] if t is None else dec(t), {} if m is None else dec(m),
-               _progress(r[26]))
+               _progress(r[26]), r[27] or 0)
 
 
 def row_to_claim(r: JobRow) -> Claim:
@@ -444,6 +448,12 @@ class _JobsBase:
                         else v.duration_ms(singleton_for, "singleton_for", seconds=True, positive=True))
         tags_text = None if tags is None else v.tags(tags)
         meta_text = None if meta is None else v.meta(meta)
+        if options and ("depends_on" in options or "on_parent_failure" in options):
+            options = dict(options)
+            parents, on_failure = dependencies.options(options.pop("depends_on", None),
+                                                       options.pop("on_parent_failure", None))
+        else:
+            parents, on_failure = (), "cancel"
         store_options: dict[str, Any] | None = None
         if options:
             store_options = store.queues.job_options(options) if hasattr(store, "queues") else None
@@ -459,10 +469,14 @@ class _JobsBase:
         if store_options is not None:  # given exactly when options were
             new = store.queues.apply_job_options(new, store_options)
         new.headers = enqueue_headers(kind, queue)
+        if parents:
+            new.depends_on, new.on_parent_failure = parents, on_failure
         return new
 
     def _insert(self, jobs: list[NewJob], conn: Any) -> list[str | None]:
         store = self._store
+        if any(j.depends_on for j in jobs):
+            return self._insert_dependent(jobs, conn)
         now = store._now()
         if conn is not None:
             session = store._adopt(conn)
@@ -488,6 +502,34 @@ class _JobsBase:
                 ids = store.queues.insert(s, jobs, now)
         self._after_enqueue()
         return ids
+
+    def _insert_dependent(self, jobs: list[NewJob], conn: Any) -> list[str | None]:
+        """:meth:`_insert` of jobs with ``depends_on``: the jobs, their edges and counts in ONE
+        transaction (the caller's with ``conn=`` or ``tx.jobs``), so a dependent never shows up
+        without what holds it back (:mod:`tenure.dependencies`)."""
+        store = self._store
+        dependencies.check_graph(jobs)  # refused before a connection is taken
+        now = store._now()
+        if conn is not None:
+            session = store._adopt(conn)
+            try:
+                with session.dependency_atomic():
+                    return dependencies.write(store, session, jobs, now)
+            except TenureError:
+                raise
+            except Exception as exc:  # the caller's connection: still never a raw driver error
+                err = store.engine.classify(exc)
+                if err is exc:
+                    raise
+                raise err from exc
+        with self._atomic_session() as s:
+            ids = dependencies.write(store, s, jobs, now)
+        self._after_enqueue()
+        return ids
+
+    def _atomic_session(self):
+        """A session inside one transaction: the root's own, or the caller's (``tx.jobs``)."""
+        return self._store._transaction_session()
 
     def _retriable(self, exc: StoreUnavailable) -> bool:
         """A root enqueue retries once when the connection was lost mid-call (never inside the
@@ -1060,6 +1102,33 @@ class Jobs(_JobsBase):
                 break
         return SweepResult(removed)
 
+    # -- composition (docs/composition.md) --------------------------------------------------
+    def dependencies(self, job_id: str) -> list[Dependency]:
+        """The parents of ``job_id`` (``enqueue(depends_on=...)``), in the order it listed them,
+        each with its policy, whether it is met, and the parent's record."""
+        return dependencies.edges_of(self._store, job_id, True)
+
+    def dependents(self, job_id: str) -> list[Dependency]:
+        """The jobs that depend on ``job_id``, by id, each with the dependent's record."""
+        return dependencies.edges_of(self._store, job_id, False)
+
+    def composition(self, job_id: str) -> list[Job]:
+        """Every job connected to ``job_id`` by dependencies (a chain, a group with its chord
+        callback, any DAG), itself included, parents before dependents; [] for an unknown id."""
+        return dependencies.composition(self._store, job_id)
+
+    def cancel_composition(self, job_id: str) -> dict[str, int]:
+        """Cancel every unsettled job of ``job_id``'s composition, dependents first: queued ones
+        now, running ones through their holders (``request_cancel``). Answers
+        ``{"cancelled": n, "requested": n}``."""
+        return dependencies.cancel_composition(self._store, job_id)
+
+    def requeue_composition(self, job_id: str) -> int:
+        """Requeue every failed, dead or cancelled job of ``job_id``'s composition; done steps
+        keep their results, and each requeued dependent waits again for the parents it lacks.
+        Answers how many were requeued."""
+        return dependencies.requeue_composition(self._store, job_id)
+
     def checkpoints_of(self, job_id: str) -> list[Checkpoint]:
         """Read-only: every checkpoint row of a job (a workflow run), any generation, for
         inspection (``tenure runs show``, the dashboard). Saving needs the attempt's lease."""
@@ -1087,6 +1156,9 @@ class TxJobs(_JobsBase):
 
     def _after_enqueue(self) -> None:
         self._tx._enqueued = True
+
+    def _atomic_session(self):
+        return self._session()
 
     def create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:
         """A worker is root-owned even when created here: it is not bound to this transaction."""

@@ -61,6 +61,25 @@ class Job:
     meta: dict[str, Any] = field(default_factory=dict)
     #: What the running (or last) attempt reported with ``ctx.progress``, else None.
     progress: Progress | None = None
+    #: How many of its parents (``enqueue(depends_on=...)``) still hold this job back; a
+    #: ``pending`` job is eligible only at 0 (docs/composition.md).
+    waiting_on: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency:
+    """One edge of a composition: ``job_id`` depends on ``parent_id`` (its ``position``-th
+    parent, counted from 0), with ``on_parent_failure`` its policy. ``met`` is True once the edge no
+    longer holds the dependent back (the parent is done, or failed under the ``run`` policy).
+    ``job`` is the record at the OTHER end (the parent in ``jobs.dependencies(id)``, the
+    dependent in ``jobs.dependents(id)``), None when that job was deleted."""
+
+    job_id: str
+    parent_id: str
+    position: int
+    on_parent_failure: str
+    met: bool
+    job: Job | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ JOB_COLUMNS: tuple[str, ...] = (
     "id", "kind", "payload", "state", "run_at", "attempts", "max_attempts", "lease_until",
     "lease_owner", "lease_generation", "last_error", "result", "created_at", "updated_at",
     "queue", "priority", "timeout_ms", "singleton_key", "group_key", "dead_letter", "origin_id",
-    "headers", "errors", "cancel_requested_at", "tags", "meta", "progress", "lease_token",
+    "headers", "errors", "cancel_requested_at", "tags", "meta", "progress", "waiting_on", "lease_token",
 )
 TOKEN_INDEX = len(JOB_COLUMNS) - 1
 
@@ -44,6 +44,9 @@ RECLAIMED_INDEX = len(JOB_COLUMNS)
 JobRow = tuple  # a row in JOB_COLUMNS order
 #: The attempts a job (and a dead-letter copy, failing every other default) gets when nobody set any.
 DEFAULT_MAX_ATTEMPTS = 5
+#: What a dependent does when a parent ends ``dead`` or ``cancelled`` (docs/composition.md): it is
+#: cancelled (the default), it runs anyway once every other parent has settled, or it waits.
+PARENT_FAILURE_POLICIES: tuple[str, ...] = ("cancel", "run", "wait")
 
 
 class QueuedKindRow(NamedTuple):
@@ -89,6 +92,23 @@ class NewJob:
     #: JSON text of the job's tags (a list of short strings) and meta (an object), or None.
     tags: str | None = None
     meta: str | None = None
+    #: The job's parents (ids, in order) and what it does when one fails: written by
+    #: :meth:`Session.dependency_add` in the enqueue's transaction, never by the INSERT itself.
+    depends_on: tuple[str, ...] = ()
+    on_parent_failure: str = "cancel"
+
+
+@dataclass(slots=True)
+class Edge:
+    """One dependency to store: ``job_id`` waits for ``parent_id`` (its ``position``-th parent).
+    ``released`` is True when the edge is already met at enqueue (the parent is done, or it
+    failed and ``policy`` is ``run``)."""
+
+    job_id: str
+    parent_id: str
+    position: int
+    policy: str
+    released: bool
 
 
 def new_job_params(j: NewJob, now: int | None) -> dict[str, Any]:
@@ -290,6 +310,36 @@ class Session(abc.ABC):
     def job_sweep(self, settled_before: int, limit: int) -> int:
         """Delete up to ``limit`` done/dead/cancelled jobs with ``updated_at < settled_before``,
         oldest first, with their checkpoints, in one transaction; answers how many."""
+
+    # -- dependencies (docs/composition.md) ---------------------------------------------------
+    @abc.abstractmethod
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """``{id: state}`` of the jobs of ``job_ids`` that exist (a plain read)."""
+
+    @abc.abstractmethod
+    def dependency_mark_parents(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """Mark these jobs as parents (``has_dependents``) and answer ``{id: state}`` of those that
+        exist, as of now: on PostgreSQL the row update locks each parent until the caller's
+        transaction ends, so a concurrent settlement of it waits and then sees the new edges."""
+
+    @abc.abstractmethod
+    def dependency_add(self, edges: Sequence[Edge], waiting: dict[str, int],
+                       cancelled: Sequence[tuple[str, str]], now: int | None) -> None:
+        """In the caller's transaction: store ``edges``, set each dependent's ``waiting_on`` to
+        ``waiting[id]``, then cancel each ``(id, last_error)`` of ``cancelled`` still pending (a
+        parent had already failed under the ``cancel`` policy; the settlement triggers carry that
+        on to its own dependents)."""
+
+    def dependency_atomic(self) -> AbstractContextManager[None]:
+        """One transaction for an enqueue with dependencies (its rows appear together or not at
+        all), joining the caller's open one."""
+        return self.queue_atomic()
+
+    @abc.abstractmethod
+    def dependency_list(self, job_id: str, parents: bool) -> list[tuple]:
+        """The edges of ``job_id``: its parents (``parents``) or its dependents, each
+        ``(other_id, position, policy, released, *JobRow of the other job or Nones if it is gone)``,
+        parents by position, dependents by id."""
 
     # -- checkpoints ---------------------------------------------------------------------------
     @abc.abstractmethod

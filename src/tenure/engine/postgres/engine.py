@@ -61,6 +61,7 @@ from ..base import (
     DEFAULT_MAX_ATTEMPTS,
     HISTORY_KEEP,
     RECLAIMED_INDEX,
+    Edge,
     Engine,
     JobRow,
     NewJob,
@@ -356,6 +357,35 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
 
     def job_sweep(self, settled_before: int, limit: int) -> int:
         return self._conn.execute(Q.SWEEP, {"before": settled_before, "limit": limit}).fetchone()[0]
+
+    # -- dependencies ------------------------------------------------------------------------
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        if not job_ids:
+            return {}
+        return dict(self._conn.execute(Q.JOB_STATES, {"ids": list(job_ids)}).fetchall())
+
+    def dependency_mark_parents(self, job_ids: Sequence[str]) -> dict[str, str]:
+        if not job_ids:
+            return {}
+        # In id order, so two enqueues marking shared parents never wait on each other in a cycle.
+        return dict(self._conn.execute(Q.MARK_PARENTS, {"ids": sorted(job_ids)}).fetchall())
+
+    def dependency_add(self, edges: Sequence[Edge], waiting: dict[str, int],
+                       cancelled: Sequence[tuple[str, str]], now: int | None) -> None:
+        conn = self._conn
+        if edges:
+            conn.execute(Q.ADD_DEPENDENCIES, {
+                "jobs": [e.job_id for e in edges], "parents": [e.parent_id for e in edges],
+                "positions": [e.position for e in edges], "policies": [e.policy for e in edges],
+                "released": [int(e.released) for e in edges]})
+        counted = [(jid, n) for jid, n in waiting.items() if n]
+        if counted:
+            conn.execute(Q.SET_WAITING, {"ids": [c[0] for c in counted], "counts": [c[1] for c in counted]})
+        for jid, error in cancelled:
+            conn.execute(Q.CANCEL_DEPENDENT, {"id": jid, "error": error, "now": now})
+
+    def dependency_list(self, job_id: str, parents: bool) -> list[tuple]:
+        return self._conn.execute(Q.PARENTS_OF if parents else Q.DEPENDENTS_OF, {"id": job_id}).fetchall()
 
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoint_save(self, run_id, node_id, value, generation, token, now) -> bool:

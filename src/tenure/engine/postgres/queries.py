@@ -84,7 +84,7 @@ CLAIM = f"""
 WITH {CLOCK},
 due AS (
   {_CANDIDATE} FROM tenure_jobs j
-  WHERE j.state IN ('pending', 'failed') AND j.run_at <= {NOW} {_ELIGIBLE_FILTERS}
+  WHERE j.state IN ('pending', 'failed') AND j.waiting_on = 0 AND j.run_at <= {NOW} {_ELIGIBLE_FILTERS}
   ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT {{limit}}
   FOR UPDATE OF j SKIP LOCKED),
 expired AS (
@@ -534,6 +534,41 @@ SELECT node_id, value, generation FROM tenure_checkpoints
 WHERE run_id = %(run_id)s::text AND generation <= %(max_generation)s::int ORDER BY node_id
 """
 
+# -- dependencies (docs/composition.md; the settlement side is migration 0013's trigger) ----------
+
+JOB_STATES = "SELECT id, state FROM tenure_jobs WHERE id = ANY(%(ids)s::text[])"
+# The row update locks each parent to the end of the enqueue's transaction: a settlement of it
+# waits, and its trigger then reads the committed edges (migration 0013).
+MARK_PARENTS = """
+UPDATE tenure_jobs SET has_dependents = 1 WHERE id = ANY(%(ids)s::text[])
+RETURNING id, state
+"""
+ADD_DEPENDENCIES = """
+INSERT INTO tenure_dependencies (job_id, parent_id, position, policy, released)
+SELECT * FROM unnest(%(jobs)s::text[], %(parents)s::text[], %(positions)s::int[], %(policies)s::text[],
+                     %(released)s::int[])
+ON CONFLICT DO NOTHING
+"""
+SET_WAITING = """
+UPDATE tenure_jobs j SET waiting_on = t.n
+FROM unnest(%(ids)s::text[], %(counts)s::int[]) AS t(id, n) WHERE j.id = t.id
+"""
+CANCEL_DEPENDENT = f"""
+WITH {CLOCK}
+UPDATE tenure_jobs SET state = 'cancelled', last_error = %(error)s::text, updated_at = {NOW}
+WHERE id = %(id)s::text AND state = 'pending'
+"""
+PARENTS_OF = f"""
+SELECT d.parent_id, d.position, d.policy, d.released, {J_COLS}
+FROM tenure_dependencies d LEFT JOIN tenure_jobs j ON j.id = d.parent_id
+WHERE d.job_id = %(id)s::text ORDER BY d.position
+"""
+DEPENDENTS_OF = f"""
+SELECT d.job_id, d.position, d.policy, d.released, {J_COLS}
+FROM tenure_dependencies d LEFT JOIN tenure_jobs j ON j.id = d.job_id
+WHERE d.parent_id = %(id)s::text ORDER BY d.job_id
+"""
+
 # -- migrations -----------------------------------------------------------------------------------
 
 # One constant for every tenure on every database: migrations of one database run one at a time.
@@ -555,7 +590,7 @@ VALUES (%(version)s::int, %(name)s::text, (extract(epoch FROM clock_timestamp())
 """
 
 TABLES = (
-    "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
+    "tenure_dependencies", "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
     "tenure_leader", "tenure_workers", "tenure_signals", "tenure_waits",
 )
 # Every tenure table of the current schema except the migration log (so tables added by later

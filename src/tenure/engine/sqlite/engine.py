@@ -38,6 +38,7 @@ from ..base import (
     DEFAULT_MAX_ATTEMPTS,
     HISTORY_KEEP,
     NOT_UTF8,
+    Edge,
     Engine,
     JobRow,
     NewJob,
@@ -356,6 +357,36 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
             conn.execute(Q.SWEEP_DELETE_JOBS, {"ids": payload})
         return len(ids)
 
+    # -- dependencies ------------------------------------------------------------------------
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        if not job_ids:
+            return {}
+        return dict(self._conn.execute(Q.JOB_STATES, {"ids": json.dumps(list(job_ids))}).fetchall())
+
+    def dependency_mark_parents(self, job_ids: Sequence[str]) -> dict[str, str]:
+        if not job_ids:
+            return {}
+        return dict(self._conn.execute(Q.MARK_PARENTS, {"ids": json.dumps(list(job_ids))}).fetchall())
+
+    def dependency_add(self, edges: Sequence[Edge], waiting: dict[str, int],
+                       cancelled: Sequence[tuple[str, str]], now: int | None) -> None:
+        now = _wall_ms() if now is None else now
+        conn = self._conn
+        conn.executemany(Q.ADD_DEPENDENCY, [{"job_id": e.job_id, "parent_id": e.parent_id, "position": e.position,
+                                             "policy": e.policy, "released": int(e.released)} for e in edges])
+        conn.executemany(Q.SET_WAITING, [{"id": jid, "n": n} for jid, n in waiting.items() if n])
+        for jid, error in cancelled:
+            conn.execute(Q.CANCEL_DEPENDENT, {"id": jid, "error": error, "now": now})
+
+    def dependency_list(self, job_id: str, parents: bool) -> list[tuple]:
+        sql = Q.PARENTS_OF if parents else Q.DEPENDENTS_OF
+        return self._readable(lambda: self._conn.execute(sql, (job_id,)).fetchall())
+
+    def dependency_atomic(self):
+        """A write transaction for an enqueue with dependencies, also on an adopted connection in
+        autocommit (its rows must appear together); inside the caller's open one, nothing."""
+        return _atomic(self._conn)
+
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoint_save(self, run_id, node_id, value, generation, token, now) -> bool:
         now = _wall_ms() if now is None else now
@@ -574,6 +605,9 @@ class SQLiteEngine(Engine):
                 conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {'FULL' if self.durable else 'NORMAL'}")
         conn.execute("PRAGMA temp_store = MEMORY")
+        # A dependent cancelled by its parent's failure cancels its own dependents in turn: the
+        # settlement trigger (migration 0013) fires again for it (docs/composition.md).
+        conn.execute("PRAGMA recursive_triggers = ON")
         conn.execute("PRAGMA cache_size = -16000")
         return conn
 

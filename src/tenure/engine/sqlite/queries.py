@@ -26,7 +26,7 @@ CLAIM_QUEUE_HEAD = """
     SELECT * FROM (
       SELECT j.id, j.priority, j.run_at, j.created_at, j.queue, j.policy, j.singleton_key
       FROM tenure_jobs j INDEXED BY tenure_jobs_claim
-      WHERE j.queue = :q{i} AND j.state IN ('pending', 'failed') AND j.run_at <= :now
+      WHERE j.queue = :q{i} AND j.state IN ('pending', 'failed') AND j.waiting_on = 0 AND j.run_at <= :now
         {kind_filter} {group_filter} {singleton_filter}
       ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)"""
 
@@ -325,12 +325,41 @@ WHERE queue = ? AND group_key IS NOT NULL AND state = 'leased' AND lease_until >
 GROUP BY group_key HAVING count(*) >= ?
 """
 
+# -- dependencies (docs/composition.md; the settlement side is migration 0013's triggers) ------
+JOB_STATES = "SELECT id, state FROM tenure_jobs WHERE id IN (SELECT value FROM json_each(:ids))"
+MARK_PARENTS = """
+UPDATE tenure_jobs SET has_dependents = 1 WHERE id IN (SELECT value FROM json_each(:ids))
+RETURNING id, state
+"""
+ADD_DEPENDENCY = """
+INSERT INTO tenure_dependencies (job_id, parent_id, position, policy, released)
+VALUES (:job_id, :parent_id, :position, :policy, :released)
+ON CONFLICT DO NOTHING
+"""
+SET_WAITING = "UPDATE tenure_jobs SET waiting_on = :n WHERE id = :id"
+# A dependent whose parent had already failed when it was enqueued (policy cancel): cancelled at
+# once, like the trigger would have done had the parent failed a moment later.
+CANCEL_DEPENDENT = """
+UPDATE tenure_jobs SET state = 'cancelled', last_error = :error, updated_at = :now
+WHERE id = :id AND state = 'pending'
+"""
+PARENTS_OF = f"""
+SELECT d.parent_id, d.position, d.policy, d.released, {", ".join("j." + c for c in JOB_COLUMNS)}
+FROM tenure_dependencies d LEFT JOIN tenure_jobs j ON j.id = d.parent_id
+WHERE d.job_id = ? ORDER BY d.position
+"""
+DEPENDENTS_OF = f"""
+SELECT d.job_id, d.position, d.policy, d.released, {", ".join("j." + c for c in JOB_COLUMNS)}
+FROM tenure_dependencies d INDEXED BY tenure_dependencies_parent LEFT JOIN tenure_jobs j ON j.id = d.job_id
+WHERE d.parent_id = ? ORDER BY d.job_id
+"""
+
 MIGRATIONS_TABLE = """
 CREATE TABLE IF NOT EXISTS tenure_migrations (
   version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)
 """
 
 TABLES = (
-    "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
+    "tenure_dependencies", "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
     "tenure_leader", "tenure_workers", "tenure_signals", "tenure_waits",
 )

@@ -42,10 +42,11 @@ FROM tenure_workers ORDER BY heartbeat_at DESC, id LIMIT :limit
 
 #: Queued jobs per queue and kind (dead-letter copies apart), with the oldest creation time. The
 #: predicate is the claim index's (tenure_jobs_claim), so only queued rows are read; no index has
-#: ``kind``, so each of them is read once (see docs/operations.md, "Unhandled kinds").
+#: ``kind``, so each of them is read once (see docs/operations.md, "Unhandled kinds"). A dependent
+#: still waiting for its parents (docs/composition.md) is in no claim index: it counts once eligible.
 QUEUED_KINDS = """
 SELECT queue, kind, origin_queue IS NOT NULL AS copies, count(*), min(created_at)
-FROM tenure_jobs WHERE state IN ('pending', 'failed')
+FROM tenure_jobs WHERE state IN ('pending', 'failed') AND waiting_on = 0
 GROUP BY queue, kind, origin_queue IS NOT NULL
 """
 

@@ -15,6 +15,7 @@ __all__ = [
     "TenureError",
     "InvalidArgument",
     "InvalidType",
+    "ForeignConnection",
     "PayloadTooLarge",
     "UnstorableValue",
     "LeaseNotHeld",
@@ -109,6 +110,14 @@ class UnstorableValue(InvalidArgument):
     "Liveness: every outcome settles")."""
 
     code = "TN1004"
+
+
+class ForeignConnection(InvalidArgument):
+    """``conn=`` (the outbox form: a driver, SQLAlchemy or Django connection) is connected to
+    another database than the store's: a job written through it would land where none of the
+    store's workers look. Refused before anything is written."""
+
+    code = "TN1010"
 
 
 # --- the fence (JOBS-FORMAT §3, §9) -----------------------------------------------------------
@@ -391,7 +400,7 @@ FENCE_CODES = frozenset({LeaseNotHeld.code, LeaseSuperseded.code, LeaseExpired.c
 ERROR_TABLE: dict[str, type[TenureError]] = {
     cls.code: cls
     for cls in [
-        InvalidArgument, InvalidType, PayloadTooLarge, UnstorableValue, LeaseNotHeld, LeaseSuperseded, LeaseExpired,
+        InvalidArgument, InvalidType, PayloadTooLarge, UnstorableValue, ForeignConnection, LeaseNotHeld, LeaseSuperseded, LeaseExpired,
         LeaseRequired, ResumeMismatch, ScopeSettled, NestedRootCall, OperationWithdrawn, HandlersLeftRunning, StoreClosed,
         StorageError, ReadOnlyStore, StoreBusy, StorageFull, StoreUnavailable, StoreLimitExceeded,
         StoreCorrupt, SchemaTooNew, InvalidURL, UnreadableJob,

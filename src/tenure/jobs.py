@@ -11,6 +11,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from . import _sanitize, bulk_admin, dependencies
@@ -540,11 +541,16 @@ class _JobsBase:
         self._store._wake_local()
 
     # -- read ----------------------------------------------------------------------------------
-    def get(self, job_id: str) -> Job | None:
-        """The frozen record, or None. It carries ``lease_generation`` but never the token."""
+    def get(self, job_id: str, *, conn: Any = None) -> Job | None:
+        """The frozen record, or None. It carries ``lease_generation`` but never the token.
+        ``conn`` (the outbox form, as for :meth:`enqueue`) reads through the caller's own
+        connection, so a job enqueued in its still-open transaction is seen."""
         v.job_id(job_id)
-        with self._session() as s:
-            row = s.job_get(job_id)
+        if conn is not None:
+            row = self._store._adopt(conn).job_get(job_id)
+        else:
+            with self._session() as s:
+                row = s.job_get(job_id)
         return None if row is None else row_to_job(row)
 
     def checkpoints(self, lease: Lease | Callable[[], Lease]) -> Checkpoints:
@@ -1151,8 +1157,20 @@ class TxJobs(_JobsBase):
         self._store = store
         self._tx = tx
 
-    def _session(self):
-        return self._tx._scoped_session()
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        # tenure's own statements in the transaction answer coded errors; the application's
+        # (tx.execute) are its own and pass through store.transaction() unchanged.
+        with self._tx._scoped_session() as s:
+            try:
+                yield s
+            except TenureError:
+                raise
+            except Exception as exc:
+                err = self._store.engine.classify(exc)
+                if err is exc:
+                    raise
+                raise err from exc
 
     def _after_enqueue(self) -> None:
         self._tx._enqueued = True

@@ -193,7 +193,11 @@ class Store:
             yield s
 
     @contextmanager
-    def _classified(self, opener, cancel: threading.Event | None) -> Iterator[Session]:
+    def _classified(self, opener, cancel: threading.Event | None,
+                    passthrough: list[BaseException] | None = None) -> Iterator[Session]:
+        """``opener``'s session with driver errors mapped to coded ones; an exception listed in
+        ``passthrough`` (the application's own, raised in the body of ``store.transaction()``)
+        is re-raised as itself."""
         self._check_root()
         self._ensure_open()
         try:
@@ -202,6 +206,8 @@ class Store:
         except TenureError:
             raise
         except Exception as exc:
+            if passthrough and any(exc is e for e in passthrough):
+                raise
             err = self.engine.classify(exc)
             if err is exc:
                 raise
@@ -219,11 +225,18 @@ class Store:
         ``tx.jobs`` become visible with the commit and vanish with a rollback. Root calls from
         other threads wait for it (SQLite); a root call from this thread is refused."""
         self._check_root()
-        with self._transaction_session() as s:
+        # The block's own exceptions (an IntegrityError of the application's SQL, a ValueError)
+        # roll the transaction back and reach the caller as themselves; only tenure's own
+        # statements (begin, commit, tx.jobs) answer coded errors.
+        body_errors: list[BaseException] = []
+        with self._classified(self.engine.transaction, None, body_errors) as s:
             tx = Transaction(self, s)
             self._local.tx = tx
             try:
                 yield tx
+            except BaseException as exc:
+                body_errors.append(exc)
+                raise
             finally:
                 self._local.tx = None
                 tx._settle()

@@ -57,3 +57,78 @@ def test_connection_outbox_bulk_rolls_back(setup):
         trans.rollback()
     assert all(store.jobs.get(i) is None for i in ids)
     assert store.jobs.counts()["pending"] == 0
+
+
+def _other_database(engine_url: str, tmp_path) -> str:
+    """A second database on the same server (PostgreSQL) or another file (SQLite), with tenure's
+    tables in it, so only the check can tell it apart from the store's own."""
+    if engine_url.startswith("sqlite"):
+        return f"sqlite:///{tmp_path}/other.db"
+    import psycopg
+
+    with psycopg.connect(engine_url, autocommit=True) as c:
+        if c.execute("SELECT 1 FROM pg_database WHERE datname = 'tenure_outbox_other'").fetchone() is None:
+            c.execute("CREATE DATABASE tenure_outbox_other")
+    return engine_url.rsplit("/", 1)[0] + "/tenure_outbox_other"
+
+
+def test_conn_on_another_database_is_refused_and_nothing_is_written(setup, engine_url, tmp_path):
+    """conn= bound to ANOTHER database is a coded error (TN1010), on the session and on the raw
+    connection, for enqueue, enqueue_many and get; the store's own database is untouched."""
+    store, _ = setup
+    other_url = _other_database(engine_url, tmp_path)
+    other_store = tenure.connect(other_url)
+    other_store.jobs  # noqa: B018 - tenure's tables exist there too: only the check refuses
+    other_store._reset_for_tests()
+    other = create_engine(_sa_url(other_url))
+    try:
+        with Session(other) as session:
+            with pytest.raises(tenure.errors.ForeignConnection) as info:
+                store.jobs.enqueue("ship", {"order": 1}, conn=session)
+            assert info.value.code == "TN1010"
+            with pytest.raises(tenure.errors.ForeignConnection):
+                store.jobs.enqueue_many([{"kind": "ship"}], conn=session)
+            with pytest.raises(tenure.errors.ForeignConnection):
+                store.jobs.get("00000000-0000-0000-0000-000000000000", conn=session)
+            session.commit()
+        assert store.jobs.counts()["pending"] == 0
+        assert other_store.jobs.counts()["pending"] == 0
+        # the store's own database through SQLAlchemy is still accepted
+        with Session(setup[1]) as session:
+            job_id = store.jobs.enqueue("ship", {"order": 2}, conn=session)
+            assert store.jobs.get(job_id, conn=session).payload == {"order": 2}
+            session.commit()
+        assert store.jobs.get(job_id) is not None
+    finally:
+        other.dispose()
+        other_store.close()
+
+
+def test_application_errors_in_a_store_transaction_reach_the_caller_as_themselves(setup):
+    """The application's IntegrityError (its own SQL through tx.execute) and its own exceptions
+    leave store.transaction() unchanged, not as StorageError; the block is rolled back."""
+    store, _ = setup
+    ph = "?" if store.dialect == "sqlite" else "%s"
+    with store.transaction() as tx:
+        tx.execute(f"INSERT INTO sa_orders (id) VALUES ({ph})", (1,))
+    driver_integrity = (__import__("sqlite3").IntegrityError if store.dialect == "sqlite"
+                        else __import__("psycopg").errors.UniqueViolation)
+    with pytest.raises(driver_integrity) as info:
+        with store.transaction() as tx:
+            kept = tx.jobs.enqueue("ship", {"order": 1})
+            tx.execute(f"INSERT INTO sa_orders (id) VALUES ({ph})", (1,))
+    assert not isinstance(info.value, tenure.errors.TenureError)
+    assert store.jobs.get(kept) is None  # rolled back with the block
+
+    class Refused(Exception):
+        pass
+
+    with pytest.raises(Refused):
+        with store.transaction() as tx:
+            gone = tx.jobs.enqueue("ship", {"order": 2})
+            raise Refused("the application changed its mind")
+    assert store.jobs.get(gone) is None
+    # tenure's own statements still answer coded errors inside the block
+    with pytest.raises(tenure.errors.InvalidArgument):
+        with store.transaction() as tx:
+            tx.jobs.enqueue("ship", {"order": 3}, max_attempts=0)

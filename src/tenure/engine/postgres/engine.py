@@ -42,6 +42,7 @@ from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ...errors import (
+    ForeignConnection,
     InvalidArgument,
     InvalidType,
     InvalidURL,
@@ -740,7 +741,11 @@ class PostgresEngine(Engine):
         query = parse_qsl(parts.query, keep_blank_values=True)
         ours = {k: v for k, v in query if k in URL_OPTIONS}
         rest = [(k, v) for k, v in query if k not in URL_OPTIONS]
-        self.url = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest, quote_via=quote), parts.fragment))
+        # Joined by hand: urlunsplit drops the "//" of an empty authority, and libpq reads
+        # "postgresql://?host=/run/postgresql&dbname=app" (every parameter in the query: a socket
+        # directory, any password character) but not "postgresql:?...".
+        tail = urlunsplit(("", "", parts.path, urlencode(rest, quote_via=quote), parts.fragment))
+        self.url = f"postgresql://{parts.netloc}{tail}"
         self._secrets = credentials(url)
         try:
             self.schema = schema if schema is not None else ours.get("schema") or None
@@ -781,6 +786,8 @@ class PostgresEngine(Engine):
         self._closed = False
         self._lock = threading.Lock()
         self._watchers: weakref.WeakSet[PostgresWatcher] = weakref.WeakSet()
+        self._identity: tuple[Any, ...] | None = None  # (database, server start) of the pool
+        self._adopted: set[tuple[Any, ...]] = set()  # conn= sessions found on the same database
 
     def describe(self) -> str:
         text = redact_url(self.url)
@@ -976,7 +983,29 @@ class PostgresEngine(Engine):
                 raise InvalidArgument(
                     f"conn= resolves tables in schema {current!r} but this store's tables are in "
                     f"{self.schema!r}: connect it with options='-c search_path={self.schema},public'")
+        self._check_same_database(connection)
         return PostgresSession(connection)
+
+    def _check_same_database(self, connection: psycopg.Connection) -> None:
+        """Refuse (:class:`ForeignConnection`) a ``conn=`` on another database or server than the
+        store's: its jobs would land where no worker of this store looks. One query per server
+        session, remembered by its backend pid."""
+        info = connection.info
+        key = (info.host, info.port, info.dbname, info.backend_pid)
+        if key in self._adopted:
+            return
+        if self._identity is None:
+            with self._connection(None) as own:
+                self._identity = tuple(own.execute(Q.DATABASE_IDENTITY).fetchone() or ())
+        theirs = tuple(connection.execute(Q.DATABASE_IDENTITY).fetchone() or ())
+        if theirs != self._identity:
+            raise ForeignConnection(
+                f"conn= is connected to database {theirs[0]!r} of another server or database than "
+                f"this store ({self.describe()}, database {self._identity[0]!r}): a job enqueued "
+                f"through it would never reach this store's workers")
+        if len(self._adopted) > 1024:
+            self._adopted.clear()
+        self._adopted.add(key)
 
     def watcher(self) -> PostgresWatcher:
         self._live()

@@ -603,3 +603,6 @@ WHERE schemaname = current_schema() AND tablename LIKE 'tenure\\_%' AND tablenam
 LISTEN = "LISTEN tenure_jobs"
 CHANNEL = "tenure_jobs"
 CURRENT_SCHEMA = "SELECT current_schema()"
+#: Which database of which server a connection is on: the database's name and the server's start
+#: time (two servers never share one). ``conn=`` must answer what the store's own pool answers.
+DATABASE_IDENTITY = "SELECT current_database(), pg_postmaster_start_time()"

@@ -734,7 +734,23 @@ class SQLiteEngine(Engine):
 
             raise InvalidType(f"conn= must be a sqlite3.Connection on a SQLite store, got "
                               f"{type(connection).__name__}")
+        if connection is not self._conn:
+            self._check_same_database(connection)
         return SQLiteSession(connection, owns_tx=False)
+
+    def _check_same_database(self, connection: sqlite3.Connection) -> None:
+        """Refuse (:class:`ForeignConnection`) a ``conn=`` on another database file than the
+        store's (an in-memory store has no other connection): its jobs would land where no worker
+        of this store looks."""
+        from ...errors import ForeignConnection
+
+        rows = connection.execute("PRAGMA database_list").fetchall()
+        theirs = next((r[2] for r in rows if r[1] == "main"), "") or ""
+        ours = "" if self.path == ":memory:" else os.path.realpath(self.path)
+        if not ours or not theirs or os.path.realpath(theirs) != ours:
+            raise ForeignConnection(
+                f"conn= is connected to {theirs or 'an in-memory database'!r}, not this store's "
+                f"{self.describe()}: a job enqueued through it would never reach this store's workers")
 
     def watcher(self) -> SQLiteWatcher:
         if self.path == ":memory:":

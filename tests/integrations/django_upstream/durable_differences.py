@@ -11,7 +11,12 @@ from django.db import transaction
 from django.test import TransactionTestCase, override_settings
 from django.utils import timezone
 
-from tenure.contrib.django._compat import TASKS_MODULE, TaskResultDoesNotExist, TaskResultStatus, task_backends
+from tenure.contrib.django._compat import (
+    TASKS_MODULE,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+)
 
 from .tenure_tasks import upstream
 

@@ -30,8 +30,8 @@ import dataclasses
 import inspect
 import time
 import traceback
-from datetime import UTC, datetime
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connections

@@ -64,15 +64,18 @@ class Park(Snooze):
 
     ``until_ms``: when the job becomes eligible at the latest (epoch ms). ``signals``: keys whose
     send wakes it earlier. ``children``: the settlement of its last child wakes it earlier.
-    ``saves``: ``(checkpoint node id, value)`` pairs saved in the parking transaction. Not meant
+    ``saves``: ``(checkpoint node id, value)`` pairs saved in the parking transaction.
+    ``any_of``: child job ids (started with ``each`` wake-ups) of which the first to settle wakes
+    it (a distributed flow's node jobs). Not meant
     to be caught: a handler that swallows it keeps its slot and its step never completes."""
 
     def __init__(self, until_ms: int, *, signals: Iterable[str] = (), children: bool = False,
-                 saves: Iterable[tuple[str, Any]] = ()) -> None:
+                 saves: Iterable[tuple[str, Any]] = (), any_of: Iterable[str] = ()) -> None:
         self.until_ms = int(until_ms)
         self.signals = tuple(dict.fromkeys(signals))
         self.children = bool(children)
         self.saves = list(saves)
+        self.any_of = tuple(dict.fromkeys(any_of))
         self.delay_ms = 0
         waits = [f"signal {k!r}" for k in self.signals] + (["children"] if self.children else [])
         Control.__init__(self, f"parked until {self.until_ms} (epoch ms)"
@@ -84,7 +87,8 @@ class Park(Snooze):
         due time, every wake condition, every save."""
         parks = list(parks)
         return cls(min(p.until_ms for p in parks), signals=[k for p in parks for k in p.signals],
-                   children=any(p.children for p in parks), saves=[s for p in parks for s in p.saves])
+                   children=any(p.children for p in parks), saves=[s for p in parks for s in p.saves],
+                   any_of=[i for p in parks for i in p.any_of])
 
     def settle(self, jobs: Jobs, lease: Lease) -> Job:
         return settle_park(jobs._store, lease, self)
@@ -133,7 +137,8 @@ def settle_park(store: Store, lease: Lease, park: Park) -> Job:
             raise _refused(s, store, lease, now, "park")
         # After the row lock (the snooze): a child settling concurrently either committed before
         # this count (seen) or waits on this row and wakes it once this commits (the trigger).
-        if row[4] > now and park.children and s.job_children_open(lease.job_id) == 0:
+        if row[4] > now and (park.children and s.job_children_open(lease.job_id) == 0 or park.any_of and any(
+                r[3] in SETTLED for r in s.job_get_many(park.any_of))):
             s.job_wake(lease.job_id, now)
             row = s.job_get(lease.job_id) or row
     job = row_to_job(row)

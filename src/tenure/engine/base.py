@@ -385,9 +385,10 @@ class Session(abc.ABC):
         """Forget ``job_id``'s wait for ``key`` (every wait of the job when ``key`` is None)."""
 
     @abc.abstractmethod
-    def job_set_wake_parent(self, job_ids: Sequence[str], parent_id: str) -> int:
-        """Mark these jobs as children of ``parent_id``: when the last unsettled one settles, the
-        parent (if ``pending``) is made eligible (migration 0012's trigger). Answers how many."""
+    def job_set_wake_parent(self, job_ids: Sequence[str], parent_id: str, each: bool = False) -> int:
+        """Mark these jobs as children of ``parent_id``: when the last unsettled one settles (with
+        ``each``: when any of them settles), the parent (if ``pending``) is made eligible; when the
+        parent is cancelled, they are too (migrations 0012, 0014). Answers how many."""
 
     @abc.abstractmethod
     def job_children_open(self, parent_id: str) -> int:

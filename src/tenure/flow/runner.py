@@ -71,11 +71,12 @@ class TaskContext:
     """What a task receives: the run's input, its dependencies' values, the run's cancellation and
     the run id to thread into side effects as an idempotency key (checklist 7.6, 7.7)."""
 
-    __slots__ = ("node_id", "task", "version", "input", "needs", "flow", "_job_ctx", "_steps")
+    __slots__ = ("node_id", "task", "version", "input", "needs", "flow", "_job_ctx", "_steps", "_run_id")
 
     def __init__(self, job_ctx: JobContext, flow: str, node_id: str, impl: TaskImpl, run_input: Any,
-                 needs: Mapping[str, Any]) -> None:
+                 needs: Mapping[str, Any], run_id: str | None = None) -> None:
         self._job_ctx = job_ctx
+        self._run_id = run_id  # a distributed run's node job runs under its own job id
         self.flow = flow
         self.node_id = node_id
         self.task = impl.name
@@ -94,16 +95,16 @@ class TaskContext:
 
     @property
     def run_id(self) -> str:
-        """The run id, which is the job id."""
-        return self._job_ctx.job.id
+        """The run id, which is the run's job id (also in a distributed run's node job)."""
+        return self._run_id or self._job_ctx.job.id
 
     job_id = run_id
 
     @property
     def idempotency_key(self) -> str:
-        """Stable across every attempt of the run: ``"<job id>:<node id>"``. Pass it to what the
+        """Stable across every attempt of the run: ``"<run id>:<node id>"``. Pass it to what the
         task touches so a re-run after a crash does not repeat an effect."""
-        return f"{self._job_ctx.job.id}:{self.node_id}"
+        return f"{self.run_id}:{self.node_id}"
 
     @property
     def cancelled(self) -> CancelEvent:
@@ -165,10 +166,11 @@ class TaskContext:
 class _Bound:
     """A flow with its tasks resolved against the runner's registry."""
 
-    __slots__ = ("flow", "impls", "versions", "order")
+    __slots__ = ("flow", "impls", "versions", "order", "distributed")
 
-    def __init__(self, flow: Flow, registry: Registry | None) -> None:
+    def __init__(self, flow: Flow, registry: Registry | None, distributed: bool = False) -> None:
         self.flow = flow
+        self.distributed = distributed
         self.impls = flow.resolve(registry)
         self.versions = {name: impl.version for name, impl in self.impls.items()}
         self.order = flow.order
@@ -205,6 +207,10 @@ class FlowHandler:
                 raise
             _make_dead(ctx, err)
             raise
+        if bound.distributed:
+            from .distributed import DistributedRun
+
+            return DistributedRun(bound, ctx, run_input, values).execute()
         return _Run(bound, ctx, run_input, values).execute()
 
 
@@ -411,13 +417,18 @@ class Runner:
     Every flow is validated and its tasks resolved at construction (flow's own registry first,
     then ``registry``). The worker options are forwarded to the worker the runner creates; other
     :class:`tenure.worker.Worker` keywords (``queues``, ``timeout``, ...) pass through too.
+    ``distributed=True`` runs each node of a run as its own job, on any worker that has this
+    runner's :meth:`handlers` (:mod:`tenure.flow.distributed`); the default runs a run's nodes
+    in the process holding its lease.
     """
 
     def __init__(self, store: Store, flows: Iterable[Flow], *, registry: Registry | None = None,
                  concurrency: int = 1, poll_interval: float = 0.5, lease_ms: int = DEFAULT_LEASE_MS,
                  owner: str | None = None, renew: bool = True, on_outcome: Any = None,
                  backoff_base: float = 1.0, backoff_cap: float = 60.0, stop_grace: float = 5.0,
-                 **worker_options: Any) -> None:
+                 distributed: bool = False, **worker_options: Any) -> None:
+        if not isinstance(distributed, bool):
+            raise InvalidType(f"distributed must be True or False, got {distributed!r}")
         if isinstance(flows, Flow):
             flows = [flows]
         self.store = store
@@ -429,7 +440,8 @@ class Runner:
             if flow.name in self._flows:
                 raise InvalidArgument(f"two flows are named {flow.name!r}: a job kind maps to one flow",
                                       problem="duplicate_flow")
-            self._flows[flow.name] = _Bound(flow, registry)
+            self._flows[flow.name] = _Bound(flow, registry, distributed)
+        self.distributed = distributed
         if not self._flows:
             raise InvalidArgument("Runner needs at least one flow", problem="empty")
         self.options: dict[str, Any] = {
@@ -454,8 +466,14 @@ class Runner:
         return dict(sorted(self._flows[kind].versions.items()))
 
     def handlers(self) -> dict[str, Callable[..., Any]]:
-        """``{flow name: handler}``, to merge into any worker's handler map."""
-        return {name: FlowHandler(b) for name, b in self._flows.items()}
+        """``{flow name: handler}``, to merge into any worker's handler map; a distributed runner
+        adds ``{"<flow name>:node": handler}`` for each flow's node jobs."""
+        out: dict[str, Callable[..., Any]] = {name: FlowHandler(b) for name, b in self._flows.items()}
+        if self.distributed:
+            from .distributed import NodeHandler, node_kind
+
+            out.update({node_kind(name): NodeHandler(b) for name, b in self._flows.items()})
+        return out
 
     def create_worker(self, **overrides: Any) -> Worker:
         """A (not yet started) worker for the flows, with the runner's options (``overrides`` win)."""

@@ -47,7 +47,8 @@ SIGNAL_COUNT = "SELECT count(*) FROM tenure_signals WHERE key = %(key)s::text AN
 WAIT_ADD = "INSERT INTO tenure_waits (job_id, key) VALUES (%(job)s::text, %(key)s::text) ON CONFLICT DO NOTHING"
 WAIT_REMOVE = "DELETE FROM tenure_waits WHERE job_id = %(job)s::text AND key = %(key)s::text"
 WAIT_REMOVE_ALL = "DELETE FROM tenure_waits WHERE job_id = %(job)s::text"
-SET_WAKE_PARENT = "UPDATE tenure_jobs SET wake_parent = %(parent)s::text WHERE id = ANY(%(ids)s::text[])"
+SET_WAKE_PARENT = """
+UPDATE tenure_jobs SET wake_parent = %(parent)s::text, wake_each = %(each)s::boolean WHERE id = ANY(%(ids)s::text[])"""
 CHILDREN_OPEN = f"SELECT count(*) FROM tenure_jobs WHERE wake_parent = %(parent)s::text AND state NOT IN {SETTLED}"
 GET_MANY = f"SELECT {COLS} FROM tenure_jobs WHERE id = ANY(%(ids)s::text[])"
 WAKE = f"""
@@ -87,8 +88,8 @@ class PostgresSignalsMixin:
         else:
             self._conn.execute(WAIT_REMOVE, {"job": job_id, "key": key})
 
-    def job_set_wake_parent(self, job_ids: Sequence[str], parent_id: str) -> int:
-        return self._conn.execute(SET_WAKE_PARENT, {"parent": parent_id, "ids": list(job_ids)}).rowcount
+    def job_set_wake_parent(self, job_ids: Sequence[str], parent_id: str, each: bool = False) -> int:
+        return self._conn.execute(SET_WAKE_PARENT, {"parent": parent_id, "each": each, "ids": list(job_ids)}).rowcount
 
     def job_children_open(self, parent_id: str) -> int:
         return int(self._conn.execute(CHILDREN_OPEN, {"parent": parent_id}).fetchone()[0])

@@ -34,7 +34,7 @@ SIGNAL_COUNT = "SELECT count(*) FROM tenure_signals WHERE key = ? AND consumed_b
 WAIT_ADD = "INSERT INTO tenure_waits (job_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING"
 WAIT_REMOVE = "DELETE FROM tenure_waits WHERE job_id = ? AND key = ?"
 WAIT_REMOVE_ALL = "DELETE FROM tenure_waits WHERE job_id = ?"
-SET_WAKE_PARENT = "UPDATE tenure_jobs SET wake_parent = ? WHERE id IN (SELECT value FROM json_each(?))"
+SET_WAKE_PARENT = "UPDATE tenure_jobs SET wake_parent = ?, wake_each = ? WHERE id IN (SELECT value FROM json_each(?))"
 CHILDREN_OPEN = f"SELECT count(*) FROM tenure_jobs WHERE wake_parent = ? AND state NOT IN {SETTLED}"
 GET_MANY = f"SELECT {COLS} FROM tenure_jobs WHERE id IN (SELECT value FROM json_each(?))"
 WAKE = "UPDATE tenure_jobs SET run_at = :now WHERE id = :id AND state = 'pending' AND run_at > :now"
@@ -78,8 +78,8 @@ class SQLiteSignalsMixin:
         else:
             self._conn.execute(WAIT_REMOVE, (job_id, key))
 
-    def job_set_wake_parent(self, job_ids: Sequence[str], parent_id: str) -> int:
-        return self._conn.execute(SET_WAKE_PARENT, (parent_id, json.dumps(list(job_ids)))).rowcount
+    def job_set_wake_parent(self, job_ids: Sequence[str], parent_id: str, each: bool = False) -> int:
+        return self._conn.execute(SET_WAKE_PARENT, (parent_id, 1 if each else 0, json.dumps(list(job_ids)))).rowcount
 
     def job_children_open(self, parent_id: str) -> int:
         return int(self._conn.execute(CHILDREN_OPEN, (parent_id,)).fetchone()[0])

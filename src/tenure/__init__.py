@@ -15,12 +15,14 @@ from .store import Store, connect
 
 __all__ = [
     "STATES", "Checkpoint", "Claim", "Discard", "Job", "Lease", "Page", "Retry", "Snooze", "Store",
-    "SweepResult", "TenureError", "Undecodable", "connect", "App", "JobContext",
+    "SweepResult", "TenureError", "Undecodable", "connect", "App", "JobContext", "chain", "group", "chord",
+    "Results",
 ]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # imported lazily at run time (below); type checkers see the real classes
     from .app import App
+    from .canvas import Results, chain, chord, group
     from .worker import JobContext
 
 
@@ -33,4 +35,8 @@ def __getattr__(name: str) -> Any:
         from .worker import JobContext
 
         return JobContext
+    if name in ("chain", "group", "chord", "Results"):  # the canvas (docs/composition.md)
+        from . import canvas
+
+        return getattr(canvas, name)
     raise AttributeError(name)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from . import _validate as v
+from .canvas import PARENTS_KEY, inject_parents
 from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultTimeout
 from .handler_control import apply_task_policy, exception_classes
 from .kinds import warn_unrunnable
@@ -39,6 +40,7 @@ from .store import Store, connect
 from .task_args import TaskSignature
 
 if TYPE_CHECKING:
+    from .canvas import Signature
     from .worker import JobContext
 
 log = logging.getLogger("tenure")
@@ -50,7 +52,8 @@ R_co = TypeVar("R_co", covariant=True)
 
 _ENQUEUE_OPTIONS = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout", "singleton_key",
                     "singleton_for", "group_key", "conn", "retry_delay", "retry_backoff", "retry_delay_max",
-                    "retention", "delete_after", "dead_letter", "debounce", "tags", "meta"}
+                    "retention", "delete_after", "dead_letter", "debounce", "tags", "meta", "depends_on",
+                    "on_parent_failure"}
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,14 @@ class Task(Generic[P, R]):
         job_id = self.app.store.jobs.enqueue(self.name, payload, **self.options)
         return Handle(job_id, self.app.store)
 
+    def s(self, *args: Any, **kwargs: Any) -> Signature:
+        """A signature: this call, to be enqueued later as a step of ``tenure.chain``,
+        ``tenure.group`` or ``tenure.chord`` (docs/composition.md). A step after others receives
+        their result(s) as its FIRST positional argument, before these."""
+        from .canvas import Signature
+
+        return Signature(self, args, kwargs)
+
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> Handle[R]:
         """``enqueue`` without blocking the event loop (runs on a thread)."""
         import asyncio
@@ -150,6 +161,8 @@ class Task(Generic[P, R]):
 
         if self.is_async:
             async def run_async(payload: Any, ctx: Any) -> Any:
+                if type(payload) is dict and PARENTS_KEY in payload:
+                    payload = inject_parents(payload, ctx.store.jobs.dependencies(ctx.job.id))
                 args, kwargs = split(payload, ctx)
                 if not policy:
                     return await fn(*args, **kwargs)
@@ -164,6 +177,8 @@ class Task(Generic[P, R]):
             return run_async
 
         def run(payload: Any, ctx: Any) -> Any:
+            if type(payload) is dict and PARENTS_KEY in payload:  # a composition step (tenure.canvas)
+                payload = inject_parents(payload, ctx.store.jobs.dependencies(ctx.job.id))
             args, kwargs = split(payload, ctx)
             if not policy:
                 return fn(*args, **kwargs)

@@ -41,7 +41,7 @@ MAX_COMPOSITION = 100_000
 FAILED_STATES = ("dead", "cancelled")
 
 
-def options(depends_on: Any, on_parent_failure: Any) -> tuple[tuple[str, ...], str]:
+def checked(depends_on: Any, on_parent_failure: Any) -> tuple[tuple[str, ...], str]:
     """``depends_on`` and ``on_parent_failure`` checked: a tuple of distinct job ids, and one of
     :data:`PARENT_FAILURE_POLICIES` (TN1001/TN1002 naming the option)."""
     if on_parent_failure is None:
@@ -63,6 +63,16 @@ def options(depends_on: Any, on_parent_failure: Any) -> tuple[tuple[str, ...], s
         twice = next(p for p in ids if p in seen or seen.add(p))  # type: ignore[func-returns-value]
         raise InvalidArgument(f"depends_on lists job {twice!r} twice")
     return ids, on_parent_failure
+
+
+def split_options(options: dict[str, Any] | None) -> tuple[tuple[str, ...], str, dict[str, Any] | None]:
+    """``enqueue``'s other options with ``depends_on``/``on_parent_failure`` taken out and checked
+    (:func:`checked`): ``(parents, policy, the rest)``."""
+    if not options or ("depends_on" not in options and "on_parent_failure" not in options):
+        return (), "cancel", options
+    rest = dict(options)
+    parents, policy = checked(rest.pop("depends_on", None), rest.pop("on_parent_failure", None))
+    return parents, policy, rest
 
 
 def check_graph(jobs: Sequence[NewJob]) -> None:

@@ -449,12 +449,7 @@ class _JobsBase:
                         else v.duration_ms(singleton_for, "singleton_for", seconds=True, positive=True))
         tags_text = None if tags is None else v.tags(tags)
         meta_text = None if meta is None else v.meta(meta)
-        if options and ("depends_on" in options or "on_parent_failure" in options):
-            options = dict(options)
-            parents, on_failure = dependencies.options(options.pop("depends_on", None),
-                                                       options.pop("on_parent_failure", None))
-        else:
-            parents, on_failure = (), "cancel"
+        parents, on_failure, options = dependencies.split_options(options)
         store_options: dict[str, Any] | None = None
         if options:
             store_options = store.queues.job_options(options) if hasattr(store, "queues") else None

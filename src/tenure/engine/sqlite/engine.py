@@ -384,7 +384,11 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
 
     def dependency_atomic(self):
         """A write transaction for an enqueue with dependencies, also on an adopted connection in
-        autocommit (its rows must appear together); inside the caller's open one, nothing."""
+        autocommit (its rows must appear together); nothing inside the caller's open one, or on an
+        adopted connection in the driver's implicit-transaction mode (its first INSERT opens the
+        caller's transaction, which the rest joins)."""
+        if not self._owns_tx and self._conn.isolation_level is not None:
+            return nullcontext()
         return _atomic(self._conn)
 
     # -- checkpoints ---------------------------------------------------------------------------

@@ -56,6 +56,14 @@ MAX_GENERATION = 2**31 - 1
 #: From this many jobs on, ``enqueue_many`` streams jobs that cannot collide into the store
 #: (``Queues.insert_fresh``); fewer go as one INSERT statement.
 STREAM_MIN_JOBS = 64
+#: An ``enqueue_many`` item with only these keys is built by ``_build_plain``.
+_PLAIN_KEYS = frozenset({"kind", "payload", "queue", "priority"})
+
+
+def _is_plain(spec: Any) -> bool:
+    return type(spec) is dict and "kind" in spec and _PLAIN_KEYS.issuperset(spec)
+
+
 #: An ``enqueue_many`` item with one of these keys may collide with a stored job: it takes the
 #: path that answers the job it collided with.
 _COLLIDING_KEYS = frozenset({"id", "singleton_key", "singleton_for", "debounce",
@@ -349,7 +357,8 @@ class _JobsBase:
         minted = iter(new_job_ids(len(specs)))  # one clock read and one urandom for the batch
         if len(specs) >= STREAM_MIN_JOBS and _streamable(specs):
             return self._insert_streamed(specs, minted, conn)
-        built = [self._build_spec(spec, minted) for spec in specs]
+        build, plain = self._build_spec, self._build_plain
+        built = [plain(spec, minted) if _is_plain(spec) else build(spec, minted) for spec in specs]
         if not built:
             return []
         return self._insert(built, conn)
@@ -364,9 +373,11 @@ class _JobsBase:
         store = self._store
         built: list[NewJob] = []
 
+        build, plain = self._build_spec, self._build_plain
+
         def each() -> Iterator[NewJob]:
             for spec in specs:
-                job = self._build_spec(spec, minted)
+                job = plain(spec, minted) if _is_plain(spec) else build(spec, minted)
                 built.append(job)
                 yield job
 
@@ -417,6 +428,25 @@ class _JobsBase:
                            singleton_key=get("singleton_key"), singleton_for=get("singleton_for"),
                            group_key=get("group_key"), options=opts, tags=get("tags"), meta=get("meta"),
                            minted=minted)
+
+    def _build_plain(self, spec: dict[str, Any], minted: Iterator[str]) -> NewJob:
+        """:meth:`_build_spec` for an item with only ``kind``, ``payload``, ``queue`` and
+        ``priority`` (the usual bulk item), without the general path's keyword plumbing: the
+        same checks, the same record."""
+        kind = spec["kind"]
+        queue = spec.get("queue", "default")
+        priority = spec.get("priority", 0)
+        payload = spec.get("payload")
+        if type(kind) is not str or kind not in _VALID_NAMES:
+            _remember_name(v.name(kind, "kind"))
+        if type(queue) is not str or queue not in _VALID_NAMES:
+            _remember_name(v.name(queue, "queue"))
+        text = None if payload is None else v.dump_json(payload, "payload", self._store.max_payload_bytes)
+        if type(priority) is not int or not v.INT4_MIN <= priority <= v.INT4_MAX:
+            v.int4(priority, "priority")
+        new = NewJob(next(minted), kind, text, queue, priority, None, 0, 0)
+        new.headers = enqueue_headers(kind, queue)
+        return new
 
     def _build(self, kind, payload, *, id, run_at, delay, max_attempts, queue, priority, timeout,
                singleton_key, singleton_for, group_key, options, tags=None, meta=None,

@@ -92,7 +92,9 @@ def test_a_bad_item_mid_stream_writes_nothing_and_spares_the_outbox(store):
     # 2 000 rows: well past the first chunk the driver sends, so the server has rows to undo
     good = [{"kind": "k", "payload": i, "queue": "bulk"} for i in range(2_000)]
     for bad, code in (({"kind": "k", "payload": float("nan")}, "TN1002"), ({"kind": "bad name"}, "TN1001"),
-                      ({"kind": "k", "queue": "bulk", "meta": {"x": "y" * 5000}}, "TN1001")):
+                      ({"kind": "k", "queue": "bulk", "meta": {"x": "y" * 5000}}, "TN1001"),
+                      ({"kind": "k", "priority": 2**40}, "TN1001"), ({"kind": "k", "priority": True}, "TN1002"),
+                      ({"kind": "k", "queue": 7}, "TN1002"), ({"kind": None}, "TN1002")):
         with refused(code):
             store.jobs.enqueue_many([*good, bad, *good])
     assert store.jobs.counts()["pending"] == 0

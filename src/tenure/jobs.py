@@ -94,6 +94,14 @@ _VALID_NAMES: set[str] = set()
 _VALID_NAMES_MAX = 10_000
 
 
+def _check_names(kind: Any, queue: Any) -> None:
+    """``v.name`` of a job's kind and queue, costing no call for a name already found valid."""
+    if type(kind) is not str or kind not in _VALID_NAMES:
+        _remember_name(v.name(kind, "kind"))
+    if type(queue) is not str or queue not in _VALID_NAMES:
+        _remember_name(v.name(queue, "queue"))
+
+
 def _remember_name(name: str) -> None:
     if len(_VALID_NAMES) >= _VALID_NAMES_MAX:
         _VALID_NAMES.clear()
@@ -437,10 +445,7 @@ class _JobsBase:
         queue = spec.get("queue", "default")
         priority = spec.get("priority", 0)
         payload = spec.get("payload")
-        if type(kind) is not str or kind not in _VALID_NAMES:
-            _remember_name(v.name(kind, "kind"))
-        if type(queue) is not str or queue not in _VALID_NAMES:
-            _remember_name(v.name(queue, "queue"))
+        _check_names(kind, queue)
         text = None if payload is None else v.dump_json(payload, "payload", self._store.max_payload_bytes)
         if type(priority) is not int or not v.INT4_MIN <= priority <= v.INT4_MAX:
             v.int4(priority, "priority")
@@ -453,10 +458,7 @@ class _JobsBase:
                minted: Iterator[str] | None = None) -> NewJob:
         store = self._store
         # The common case costs no call: a name seen valid before, and absent options (None).
-        if type(kind) is not str or kind not in _VALID_NAMES:
-            _remember_name(v.name(kind, "kind"))
-        if type(queue) is not str or queue not in _VALID_NAMES:
-            _remember_name(v.name(queue, "queue"))
+        _check_names(kind, queue)
         if id is not None:
             job_id = v.job_id(id)
         else:

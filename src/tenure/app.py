@@ -19,13 +19,14 @@ context and is never an argument. The rules: :mod:`tenure.task_args`, docs/tasks
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
@@ -283,7 +284,16 @@ def _abandon(worker: Any) -> None:
 class App:
     """A registry of tasks bound to one store."""
 
-    def __init__(self, url: str | None = None, *, store: Store | None = None, **connect_options: Any) -> None:
+    def __init__(self, url: str | None = None, *, store: Store | None = None, include: Iterable[str] = (),
+                 **connect_options: Any) -> None:
+        """``url`` (else ``$TENURE_URL``, else ``sqlite:///tenure.db``) or an open ``store``; nothing
+        connects before first use. ``include``: modules that declare this app's tasks, imported
+        by :meth:`autodiscover` — which every worker of the app runs before it starts — so a
+        worker started on the app's module finds tasks declared elsewhere (Celery's ``include``)."""
+        if isinstance(include, str) or not all(isinstance(m, str) and m for m in include):
+            raise InvalidType(f"include takes a list of module names, got {include!r}")
+        #: Module names :meth:`autodiscover` imports.
+        self.include: list[str] = list(include)
         self._url = url
         self._store = store
         self._connect_options = connect_options
@@ -428,12 +438,32 @@ class App:
 
         return register  # type: ignore[return-value]
 
+    def autodiscover(self, *modules: str) -> list[str]:
+        """Import the modules of ``include`` (and ``modules``, added to it), so that the tasks they
+        declare on this app are registered; answers the names imported. Importing twice is free.
+        A module that does not exist raises :class:`InvalidArgument` (TN1001) naming it; an error
+        raised by a module's own code propagates as it is."""
+        for name in modules:
+            if not isinstance(name, str) or not name:
+                raise InvalidType(f"autodiscover takes module names, got {name!r}")
+            if name not in self.include:
+                self.include.append(name)
+        for name in self.include:
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                if exc.name is None or not (name == exc.name or name.startswith(f"{exc.name}.")):
+                    raise  # the module exists; something it imports does not
+                raise InvalidArgument(f"cannot import {name!r} (included by the app): {exc}") from None
+        return list(self.include)
+
     def handlers(self) -> dict[str, Callable[..., Any]]:
         return {kind: t.handler() for kind, t in self.tasks.items()}
 
     def create_worker(self, **options: Any):
         """A worker over this app's tasks; ``on_outcome`` (if given) and every ``@app.on_outcome``
-        observer see its outcomes."""
+        observer see its outcomes. The ``include`` modules are imported first (:meth:`autodiscover`)."""
+        self.autodiscover()
         if not self.tasks:
             raise InvalidArgument("this app has no tasks to run")
         observers = [fn for fn in (options.get("on_outcome"), *self._outcome_hooks) if fn is not None]

@@ -285,6 +285,8 @@ def _load_app(spec: str):
     app = getattr(module, attr)
     if not callable(getattr(app, "run_worker", None)):
         raise TypeError(f"{spec} is not a tenure.App (it has no run_worker)")
+    # tenure worker --include MODULE: the parent put them in $TENURE_INCLUDE
+    app.autodiscover(*(m.strip() for m in os.environ.get("TENURE_INCLUDE", "").split(",") if m.strip()))
     return app
 
 

@@ -253,7 +253,8 @@ def _need(obj: Any, attr: str, feature: str) -> Any:
 
 
 def load_app(spec: str) -> Any:
-    """``module:attribute`` -> the App object."""
+    """``module:attribute`` -> the App object, with its ``include`` modules (and those of
+    ``$TENURE_INCLUDE``, which ``tenure worker --include`` sets) imported."""
     if ":" not in spec:
         raise click.BadParameter(f"expected module:attribute (e.g. myproject.tasks:app), got {spec!r}",
                                  param_hint="APP")
@@ -265,9 +266,23 @@ def load_app(spec: str) -> Any:
     except ImportError as exc:
         raise click.BadParameter(f"cannot import {module_name!r}: {exc}", param_hint="APP") from None
     try:
-        return getattr(module, attr)
+        app = getattr(module, attr)
     except AttributeError:
         raise click.BadParameter(f"{module_name!r} has no attribute {attr!r}", param_hint="APP") from None
+    from ..app import App
+
+    if isinstance(app, App):
+        try:
+            app.autodiscover(*included())  # App(include=...) and tenure worker --include
+        except TenureError as exc:
+            raise click.BadParameter(str(exc), param_hint="--include") from None
+    return app
+
+
+def included() -> list[str]:
+    """The modules of ``$TENURE_INCLUDE`` (comma-separated; ``tenure worker --include`` adds to it,
+    so supervised children import them too)."""
+    return [m.strip() for m in os.environ.get("TENURE_INCLUDE", "").split(",") if m.strip()]
 
 
 def _close(store: Store) -> None:

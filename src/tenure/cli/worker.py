@@ -12,6 +12,7 @@ import click
 from .common import (
     _fail,
     _remember_secret,
+    included,
     load_app,
     main,
     open_store,
@@ -85,10 +86,13 @@ DEFAULT_CONCURRENCY = 64
                    "log at WARNING with their traceback, dead jobs at ERROR.")
 @click.option("--log-format", default=None, type=click.Choice(["text", "json"]),
               help="text lines, or one JSON object per line (default $TENURE_LOG_FORMAT, else text).")
+@click.option("--include", "include", multiple=True, metavar="MODULE",
+              help="Import MODULE before starting, for the tasks it declares on the app (repeatable; "
+                   "adds to the app's own App(include=[...]) and to $TENURE_INCLUDE).")
 def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None, processes: int,
            max_jobs_per_process: int | None, metrics_port: int | None, metrics_host: str,
            zombie_share: float, stop_grace: float | None, lease: str | None, grace: float,
-           log_level: str | None, log_format: str | None) -> None:
+           log_level: str | None, log_format: str | None, include: tuple[str, ...]) -> None:
     """Run a worker over an App's tasks: tenure worker myproject.tasks:app.
 
     With --processes N (or --max-jobs-per-process) the worker runs as N child processes under a
@@ -102,6 +106,8 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
     log_format = log_format or os.environ.get("TENURE_LOG_FORMAT") or "text"
     os.environ["TENURE_LOG_LEVEL"], os.environ["TENURE_LOG_FORMAT"] = log_level, log_format  # the children's
     configure(log_level, log_format)
+    if include:  # read by load_app, here and in every supervised child
+        os.environ["TENURE_INCLUDE"] = ",".join([*included(), *include])
     health = {"zombie_share": zombie_share, "grace": grace}
     if stop_grace is not None:
         health["stop_grace"] = stop_grace

@@ -10,11 +10,21 @@ import json
 
 import pytest
 
-from ..core.test_redaction_surfaces import MASK, PW, QPW, SSLPW, assert_clean, masked, secret_urls
+from ..core.test_redaction_surfaces import (
+    EPW,
+    EQPW,
+    ESSLPW,
+    MASK,
+    QPW,
+    SSLPW,
+    assert_clean,
+    masked,
+    secret_urls,
+)
 
 UNREACHABLE = (
-    f"postgresql://ops:{PW}@127.0.0.1:1/tenure?sslpassword={SSLPW}",
-    f"postgresql://ops@127.0.0.1:1/tenure?password={QPW}&sslpassword={SSLPW}",
+    f"postgresql://ops:{EPW}@127.0.0.1:1/tenure?sslpassword={ESSLPW}",
+    f"postgresql://ops@127.0.0.1:1/tenure?password={EQPW}&sslpassword={ESSLPW}",
 )
 
 
@@ -46,7 +56,7 @@ def test_errors_and_debug_tracebacks_never_show_a_secret(cli):
 
 @pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
 def test_a_connection_string_as_the_url_is_refused_without_echoing_it(cli):
-    conninfo = f"host=127.0.0.1 port=1 dbname=tenure password={QPW} sslpassword='{SSLPW} x'"
+    conninfo = f"host=127.0.0.1 port=1 dbname=tenure password='{QPW}' sslpassword='{SSLPW} x'"
     res = cli("jobs", "list", url=conninfo, expect=2)
     assert "[TN0007]" in res.err and "connection string" in res.err and MASK in res.err
     assert_clean(res.out + res.err)

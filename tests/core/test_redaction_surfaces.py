@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 import pytest
 
@@ -21,7 +21,12 @@ import tenure
 from tenure.errors import InvalidURL, StoreUnavailable
 from tenure.redact import MASK, credentials, is_credential_key, redact_url, scrub
 
-PW, QPW, SSLPW = "s3cret-pw", "s3cret-q", "s3cret-ssl"
+# Each secret holds every character that breaks a hand-built URL or a string replace (/ @ : % ?)
+# and starts and ends with a marker: a surface showing any piece of one (a parser that split it at
+# an "@" or a "/") still shows "s3cret" and fails assert_clean. In a URL they are percent-encoded
+# (EPW, EQPW, ESSLPW), as a URL requires; in a libpq connection string they are written raw.
+PW, QPW, SSLPW = "s3cretP/@:%?pw s3cretP", "s3cretQ/@:%?q s3cretQ", "s3cretS/@:%?ssl s3cretS"
+EPW, EQPW, ESSLPW = (quote(s, safe="") for s in (PW, QPW, SSLPW))
 SECRETS = (PW, QPW, SSLPW)
 
 
@@ -34,20 +39,22 @@ def secret_urls(engine_url: str) -> list[str]:
     on PostgreSQL, in ``user:password@`` too. Each opens the same store (the test server trusts
     local connections, so the passwords are carried and ignored)."""
     if engine_url.startswith("sqlite"):
-        return [_with_query(engine_url, f"password={QPW}&sslpassword={SSLPW}")]
+        return [_with_query(engine_url, f"password={EQPW}&sslpassword={ESSLPW}")]
     parts = urlsplit(engine_url)
     userinfo, _, hostport = parts.netloc.rpartition("@")
     user = userinfo.split(":", 1)[0] or "postgres"
-    with_user = urlunsplit(parts._replace(netloc=f"{user}:{PW}@{hostport}"))
+    with_user = urlunsplit(parts._replace(netloc=f"{user}:{EPW}@{hostport}"))
     return [
-        _with_query(with_user, f"sslpassword={SSLPW}&application_name=redaction"),
-        _with_query(engine_url, f"password={QPW}&sslpassword={SSLPW}"),
+        _with_query(with_user, f"sslpassword={ESSLPW}&application_name=redaction"),
+        _with_query(engine_url, f"password={EQPW}&sslpassword={ESSLPW}"),
     ]
 
 
 def assert_clean(text: str) -> None:
     for secret in SECRETS:
-        assert secret not in text, f"{secret!r} leaked in: {text}"
+        for spelling in (secret, quote(secret, safe=""), quote_plus(secret)):
+            assert spelling not in text, f"{secret!r} leaked in: {text}"
+    assert "s3cret" not in text, f"a piece of a secret leaked in: {text}"
 
 
 def masked(url: str) -> bool:
@@ -150,8 +157,8 @@ def test_coded_errors_never_show_a_secret():
     """An unreachable server, a bad option and a connection string where a URL belongs: each
     error names the store with its secrets hidden."""
     for url in (
-        f"postgresql://ops:{PW}@127.0.0.1:1/app?sslpassword={SSLPW}",
-        f"postgresql://ops@127.0.0.1:1/app?password={QPW}&sslpassword={SSLPW}",
+        f"postgresql://ops:{EPW}@127.0.0.1:1/app?sslpassword={ESSLPW}",
+        f"postgresql://ops@127.0.0.1:1/app?password={EQPW}&sslpassword={ESSLPW}",
     ):
         store = tenure.connect(url, pool_timeout=1)
         with pytest.raises(StoreUnavailable) as err:
@@ -162,8 +169,8 @@ def test_coded_errors_never_show_a_secret():
             tenure.connect(_with_query(url, "pool_min=many"))
         assert_clean(str(err.value))
     for url in (
-        f"host=127.0.0.1 port=1 password={QPW} sslpassword={SSLPW}",
-        f"mysql://ops:{PW}@db/app?password={QPW}",
+        f"host=127.0.0.1 port=1 password='{QPW}' sslpassword='{SSLPW}'",
+        f"mysql://ops:{EPW}@db/app?password={EQPW}",
     ):
         with pytest.raises(InvalidURL) as err:
             tenure.connect(url)
@@ -246,10 +253,10 @@ def test_pg_engine_scrubs_driver_messages():
     pytest.importorskip("psycopg")
     from tenure.engine.postgres.engine import PostgresEngine
 
-    engine = PostgresEngine(f"postgresql://ops:{PW}@127.0.0.1:1/app?password={QPW}&sslpassword={SSLPW}")
+    engine = PostgresEngine(f"postgresql://ops:{EPW}@127.0.0.1:1/app?password={EQPW}&sslpassword={ESSLPW}")
     import psycopg
 
-    exc = psycopg.OperationalError(f"bad: password={QPW} sslpassword {SSLPW} user pw {PW}")
+    exc = psycopg.OperationalError(f"bad: password='{QPW}' sslpassword {SSLPW} user pw {PW} url {EPW}")
     err = engine.classify(exc)
     assert isinstance(err, StoreUnavailable)
     assert_clean(str(err))

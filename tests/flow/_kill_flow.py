@@ -1,6 +1,6 @@
 """The flow of the kill -9 test, and (run as a script) the worker process that gets killed.
 
-``python _kill_flow.py <store url> <workdir>`` starts a real worker running the flow
+``python _kill_flow.py <store url> <workdir> [distributed]`` starts a real worker running the flow
 ``a -> b -> c -> d``; node ``c`` writes ``c-started`` and blocks forever, so the parent can
 SIGKILL the process mid-run. Every task invocation appends one line to ``<workdir>/calls.log``
 (O_APPEND, so lines from both processes interleave safely)."""
@@ -63,16 +63,17 @@ def build(workdir: Path, *, block_c: bool) -> Flow:
     return flow
 
 
-def main(url: str, workdir: str) -> None:
+def main(url: str, workdir: str, mode: str = "in-process") -> None:
     import tenure
     from tenure.flow import Runner
 
     store = tenure.connect(url)
-    runner = Runner(store, [build(Path(workdir), block_c=True)], lease_ms=CHILD_LEASE_MS, poll_interval=0.05)
+    runner = Runner(store, [build(Path(workdir), block_c=True)], lease_ms=CHILD_LEASE_MS, poll_interval=0.05,
+                    distributed=mode == "distributed", concurrency=2)
     runner.start()
     (Path(workdir) / "worker-up").write_text(str(os.getpid()))
     threading.Event().wait()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])

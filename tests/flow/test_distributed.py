@@ -4,11 +4,19 @@ cancellation reaching every node job. Both engines."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
+import tenure
 from tenure.flow import Flow, Runner, describe_run
 from tenure.flow.distributed import NODE_JOB_PREFIX
 
+from ._kill_flow import CHILD_LEASE_MS, build, calls
 from ._support import Recorder, rows, wait_for, wait_state
 
 
@@ -139,3 +147,42 @@ def test_describe_run_shows_a_distributed_run_like_an_in_process_one(any_store):
     view = describe_run(any_store, run, flow=flow)
     assert [(n["id"], n["status"]) for n in view["nodes"]] == [("a", "ready"), ("b", "pending")]
     assert [n for n, *_ in rows(any_store, run)] == [f"{NODE_JOB_PREFIX}a", "__tenure_run__"]
+
+
+def test_kill_9_inside_a_node_job_then_another_worker_finishes_the_run(engine_url, tmp_path):
+    """A real worker process runs the distributed run ``a -> b -> c -> d``; node ``c``'s job blocks
+    and the process is SIGKILLed. A second worker, whose clock is past the dead one's leases,
+    reclaims ``c``'s job; its settlement wakes the parked coordinator, which records ``c`` and runs
+    ``d``: ``a`` and ``b`` are not run again, each node's job ran to completion once."""
+    child_script = Path(__file__).with_name("_kill_flow.py")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(child_script.parent), os.environ.get("PYTHONPATH", "")])}
+    store = tenure.connect(engine_url)
+    run = store.jobs.enqueue("kill-me", {"input": {"n": 4}}, id="run-dk")
+    child = subprocess.Popen([sys.executable, str(child_script), engine_url, str(tmp_path), "distributed"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: (tmp_path / "c-started").exists() or child.poll() is not None, timeout=30,
+                 what="node c's job to start")
+        assert child.poll() is None, child.stderr.read().decode()
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(10) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert [n for n, _ in calls(tmp_path)] == ["a", "b", "c"]
+    assert store.jobs.get(run).state == "pending"  # the coordinator was parked: the kill stranded no run lease
+    assert store.jobs.get("run-dk~node:c.1").state == "leased"
+    store.close()
+
+    later = tenure.connect(engine_url, clock=lambda: time.time_ns() // 1_000_000 + CHILD_LEASE_MS + 60_000)
+    runner = Runner(later, [build(tmp_path, block_c=False)], distributed=True, poll_interval=0.05).start()
+    try:
+        job = wait_state(later, run, "done", timeout=30)
+    finally:
+        runner.stop()
+    assert job.result == {"total": 41, "run": "run-dk"}
+    assert [n for n, _ in calls(tmp_path)] == ["a", "b", "c", "c", "d"]
+    assert later.jobs.get("run-dk~node:c.1").attempts == 2  # the same node job, reclaimed, not a new one
+    assert all(later.jobs.get(f"run-dk~node:{n}.1").state == "done" for n in "abcd")
+    later.close()

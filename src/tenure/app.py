@@ -36,6 +36,7 @@ from .canvas import PARENTS_KEY, inject_parents
 from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultTimeout
 from .handler_control import apply_task_policy, exception_classes
 from .kinds import warn_unrunnable
+from .rate_window import parse_rate
 from .records import Job
 from .store import Store, connect
 from .task_args import TaskSignature
@@ -51,6 +52,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
+#: Task options that are settings of the task's queue, not of each job (docs/queues.md, "Rate limits").
+_QUEUE_TASK_OPTIONS = {"rate_limit", "group_rate_limit"}
 _ENQUEUE_OPTIONS = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout", "singleton_key",
                     "singleton_for", "group_key", "conn", "retry_delay", "retry_backoff", "retry_delay_max",
                     "retention", "delete_after", "dead_letter", "debounce", "tags", "meta", "depends_on",
@@ -299,6 +302,9 @@ class App:
         self._connect_options = connect_options
         self.tasks: dict[str, Task[Any, Any]] = {}
         self.periodic_tasks: list[dict[str, Any]] = []
+        #: Queue settings given as task options (``rate_limit``, ``group_rate_limit``), by queue:
+        #: set on the queues by :meth:`create_worker` (``store.queues.create``, idempotent).
+        self.queue_settings: dict[str, dict[str, Any]] = {}
         self._worker_start_hooks: list[Callable[[Any], Any]] = []
         self._outcome_hooks: list[Callable[[dict[str, Any]], Any]] = []
         #: Stores that stand in for this app's own while a ``use_store`` block runs (innermost last).
@@ -381,9 +387,10 @@ class App:
         at once) / dead at once (:mod:`tenure.handler_control`); the rest are enqueue options."""
         exception_classes(retry_on, "retry_on")
         exception_classes(discard_on, "discard_on")
-        unknown = set(options) - _ENQUEUE_OPTIONS
+        unknown = set(options) - _ENQUEUE_OPTIONS - _QUEUE_TASK_OPTIONS
         if unknown:
             raise InvalidArgument(f"unknown task options: {', '.join(sorted(unknown))}")
+        self._queue_options(options)
 
         def register(f: Callable[..., Any]) -> Task[Any, Any]:
             if not callable(f):
@@ -401,6 +408,22 @@ class App:
             return t
 
         return register(fn) if fn is not None else register
+
+    def _queue_options(self, options: dict[str, Any]) -> None:
+        """Take the queue settings out of a task's options (validated now: TN3004 for a bad rate)
+        into :attr:`queue_settings`; two tasks may not give one queue different values."""
+        given = {k: options.pop(k) for k in list(options) if k in _QUEUE_TASK_OPTIONS}
+        if not given:
+            return
+        queue = options.get("queue") or "default"
+        v.name(queue, "queue")
+        for key, value in given.items():
+            rate = parse_rate(value, key)
+            text = None if rate is None else str(rate)
+            held = self.queue_settings.setdefault(queue, {})
+            if key in held and held[key] != text:
+                raise InvalidArgument(f"two tasks give queue {queue!r} different {key}: {held[key]!r} and {text!r}")
+            held[key] = text
 
     def periodic(self, cron: str, *, tz: str = "UTC", name: str | None = None, catch_up: str = "latest",
                  **options: Any) -> TaskDecorator:
@@ -466,6 +489,8 @@ class App:
         self.autodiscover()
         if not self.tasks:
             raise InvalidArgument("this app has no tasks to run")
+        for queue, settings in self.queue_settings.items():
+            self.store.queues.create(queue, **settings)
         observers = [fn for fn in (options.get("on_outcome"), *self._outcome_hooks) if fn is not None]
         if len(observers) > 1 or (observers and options.get("on_outcome") is None):
             options["on_outcome"] = _fan_out(observers)

@@ -46,6 +46,7 @@ __all__ = [
     "JobDead",
     "WorkerLost",
     "DeadLetterCycle",
+    "InvalidRateLimit",
     "JobCancelled",
     "ResultTimeout",
     "WorkerUnhealthy",
@@ -298,6 +299,13 @@ class DeadLetterCycle(TenureError, ValueError):
     code = "TN3003"
 
 
+class InvalidRateLimit(TenureError, ValueError):
+    """A ``rate_limit`` or ``group_rate_limit`` that is not "N per period" (``"100/s"``,
+    ``"6000/min"``, ``"10/h"``), or whose count or period is out of range; nothing is written."""
+
+    code = "TN3004"
+
+
 class InvalidSchedule(TenureError, ValueError):
     """A cron expression or time zone that cannot be used; the message names the bad field."""
 
@@ -405,7 +413,7 @@ ERROR_TABLE: dict[str, type[TenureError]] = {
         StorageError, ReadOnlyStore, StoreBusy, StorageFull, StoreUnavailable, StoreLimitExceeded,
         StoreCorrupt, SchemaTooNew, InvalidURL, UnreadableJob,
         PageCancelled, DeadlineExceeded, QueueNotFound, QueueNotEmpty, InvalidSchedule, JobDead,
-        JobCancelled, ResultTimeout, WorkerUnhealthy, WorkerLost, DeadLetterCycle, JobRunning,
+        JobCancelled, ResultTimeout, WorkerUnhealthy, WorkerLost, DeadLetterCycle, InvalidRateLimit, JobRunning,
         SignalTimeout, ChildFailed,
         UnknownParent, DependencyCycle, ParentFailed,
     ]

@@ -591,6 +591,11 @@ class _JobsBase:
 class Jobs(_JobsBase):
     """``store.jobs``: root calls, each its own transaction under the store gate."""
 
+    #: When a rate limit that stopped the last claim (of any thread) allows a start again, in
+    #: epoch ms on the store's clock; None when no rate limit stopped it (docs/queues.md, "Rate
+    #: limits"). A hint for sleeping until then: the claim itself is what enforces the limit.
+    rate_wake_at: int | None = None
+
     def __init__(self, store: Store) -> None:
         self._store = store
 
@@ -649,6 +654,7 @@ class Jobs(_JobsBase):
             cancel_abandoned(self._store, s)
             rows = s.job_claim(kinds=kinds_l, queues=queues_l, owner=owner, lease_ms=lease_ms,
                                now=self._store._now(), limit=limit, instance=instance)
+            self.rate_wake_at = s.rate_wake_at
         return self._claims(rows)
 
     def _claims(self, rows: Sequence[JobRow]) -> list[Claim]:
@@ -786,6 +792,7 @@ class Jobs(_JobsBase):
             now = store._now()
             done, rows = s.job_complete_and_claim(batch, now, kinds=kinds, queues=queues, owner=owner,
                                                   lease_ms=lease_ms, limit=limit, instance=instance)
+            self.rate_wake_at = s.rate_wake_at
             errors = self._answers(s, done, batch, items, now)
             if rows and any(errors):
                 errors = _as_met_before_claim(errors, items, rows, store._now_or(s, now))

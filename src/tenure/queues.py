@@ -21,12 +21,15 @@ from .engine.base import JobRow, NewJob, Session
 from .errors import DeadLetterCycle, InvalidArgument, InvalidType, QueueNotEmpty, QueueNotFound
 from .ids import new_job_id
 from .jobs import DEFAULT_MAX_ATTEMPTS, NotStreamable
+from .rate_window import format_rate, parse_rate
 
 if TYPE_CHECKING:
     from .store import Store
 
 #: The uniqueness policies, as pg-boss names them (see docs/queues.md for what each allows).
-POLICIES: tuple[str, ...] = ("standard", "short", "singleton", "stately", "exclusive")
+POLICIES: tuple[str, ...] = ("standard", "short", "singleton", "stately", "exclusive", "strict_fifo")
+#: The fairness modes of a queue's claim across its group keys (docs/queues.md, "Fairness").
+FAIRNESS: tuple[str, ...] = ("round_robin",)
 #: Rows per transaction of a redrive.
 REDRIVE_BATCH = 1_000
 #: How often an insert that collided with a job that then moved on is retried.
@@ -55,11 +58,19 @@ class Queue:
     paused: bool
     created_at: int
     updated_at: int
+    #: Starts allowed per period, as text (``"50/s"``, ``"6000/min"``), for the queue as a whole.
+    rate_limit: str | None = None
+    #: The same, for each ``group_key`` of the queue separately.
+    group_rate_limit: str | None = None
+    #: ``"round_robin"``: the claim serves the group keys in turn (None: in claim order).
+    fairness: str | None = None
 
 
 def _queue(row: tuple) -> Queue:
     return Queue(row[0], row[1], row[2], row[3], None if row[4] is None else bool(row[4]), row[5], row[6],
-                 row[7], row[8], row[9], row[10], row[11], bool(row[12]), row[13], row[14])
+                 row[7], row[8], row[9], row[10], row[11], bool(row[12]), row[13], row[14],
+                 None if row[15] is None else format_rate(row[15], row[16]),
+                 None if row[17] is None else format_rate(row[17], row[18]), row[19])
 
 
 @dataclass(slots=True)
@@ -93,6 +104,21 @@ def _limit(value: Any, what: str) -> int | None:
     return v.positive_int(value, what, maximum=_LIMIT_MAX, allow_none=True)
 
 
+def _fairness(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidType(f"fairness must be a string, one of {', '.join(FAIRNESS)}, or None")
+    if value not in FAIRNESS:
+        raise InvalidArgument(f"unknown fairness {value!r}: one of {', '.join(FAIRNESS)}, or None")
+    return value
+
+
+def _rate(value: Any, what: str) -> tuple[int | None, int | None]:
+    rate = parse_rate(value, what)
+    return (None, None) if rate is None else (rate.limit, rate.period_ms)
+
+
 def _policy(value: Any) -> str:
     if not isinstance(value, str):
         raise InvalidType(f"policy must be a string, one of {', '.join(POLICIES)}")
@@ -115,6 +141,10 @@ _QUEUE_OPTIONS: dict[str, tuple[str, Any]] = {
     "dead_letter": ("dead_letter", lambda x: None if x is None else v.name(x, "dead_letter")),
     "concurrency_limit": ("concurrency_limit", lambda x: _limit(x, "concurrency_limit")),
     "group_limit": ("group_limit", lambda x: _limit(x, "group_limit")),
+    # A rate is two columns: (N, period_ms).
+    "rate_limit": ("rate_limit,rate_period_ms", lambda x: _rate(x, "rate_limit")),
+    "group_rate_limit": ("group_rate_limit,group_rate_period_ms", lambda x: _rate(x, "group_rate_limit")),
+    "fairness": ("fairness", _fairness),
 }
 
 #: Enqueue options this module adds to ``jobs.enqueue`` (seconds, like ``delay``/``timeout``).
@@ -127,7 +157,7 @@ JOB_OPTIONS: dict[str, tuple[str, Any]] = {
     "dead_letter": ("dead_letter", lambda x: None if x is None else v.name(x, "dead_letter")),
     "debounce": ("debounce_ms", lambda x: _seconds(x, "debounce", positive=True)),
 }
-_QUEUE_ONLY = {"policy", "concurrency_limit", "group_limit"}
+_QUEUE_ONLY = {"policy", "concurrency_limit", "group_limit", "rate_limit", "group_rate_limit", "fairness"}
 
 
 def _queue_settings(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +167,11 @@ def _queue_settings(name: str, options: dict[str, Any]) -> dict[str, Any]:
         if value is _UNSET:
             continue
         column, check = _QUEUE_OPTIONS[option]
-        out[column] = check(value)
+        checked = check(value)
+        if "," in column:
+            out.update(zip(column.split(","), checked, strict=True))
+        else:
+            out[column] = checked
     if out.get("dead_letter") == name:
         raise InvalidArgument(f"queue {name!r} cannot be its own dead-letter queue")
     return out
@@ -204,7 +238,8 @@ class Queues:
                retry_delay: Any = _UNSET, retry_backoff: bool | None = _UNSET, retry_delay_max: Any = _UNSET,
                timeout: Any = _UNSET, retention: Any = _UNSET, delete_after: Any = _UNSET,
                dead_letter: str | None = _UNSET, concurrency_limit: int | None = _UNSET,
-               group_limit: int | None = _UNSET) -> Queue:
+               group_limit: int | None = _UNSET, rate_limit: str | None = _UNSET,
+               group_rate_limit: str | None = _UNSET, fairness: str | None = _UNSET) -> Queue:
         """Create queue ``name``, or set the given options on it if it exists (options not given
         are left as they are; pass ``None`` to clear one back to the built-in default). Answers
         the record. Durations are seconds (or timedeltas).
@@ -214,21 +249,24 @@ class Queues:
         settings = _queue_settings(v.name(name, "queue"), dict(
             policy=policy, max_attempts=max_attempts, retry_delay=retry_delay, retry_backoff=retry_backoff,
             retry_delay_max=retry_delay_max, timeout=timeout, retention=retention, delete_after=delete_after,
-            dead_letter=dead_letter, concurrency_limit=concurrency_limit, group_limit=group_limit))
+            dead_letter=dead_letter, concurrency_limit=concurrency_limit, group_limit=group_limit,
+            rate_limit=rate_limit, group_rate_limit=group_rate_limit, fairness=fairness))
         return self._put(name, settings, create=True)
 
     def update(self, name: str, *, policy: str = _UNSET, max_attempts: int | None = _UNSET,
                retry_delay: Any = _UNSET, retry_backoff: bool | None = _UNSET, retry_delay_max: Any = _UNSET,
                timeout: Any = _UNSET, retention: Any = _UNSET, delete_after: Any = _UNSET,
                dead_letter: str | None = _UNSET, concurrency_limit: int | None = _UNSET,
-               group_limit: int | None = _UNSET) -> Queue:
+               group_limit: int | None = _UNSET, rate_limit: str | None = _UNSET,
+               group_rate_limit: str | None = _UNSET, fairness: str | None = _UNSET) -> Queue:
         """Change the given options of an existing queue (``None`` clears one); answers the new
         record. :class:`QueueNotFound` when there is no such queue. New values apply to jobs
         enqueued from now on, and the limits to the next claim."""
         settings = _queue_settings(v.name(name, "queue"), dict(
             policy=policy, max_attempts=max_attempts, retry_delay=retry_delay, retry_backoff=retry_backoff,
             retry_delay_max=retry_delay_max, timeout=timeout, retention=retention, delete_after=delete_after,
-            dead_letter=dead_letter, concurrency_limit=concurrency_limit, group_limit=group_limit))
+            dead_letter=dead_letter, concurrency_limit=concurrency_limit, group_limit=group_limit,
+            rate_limit=rate_limit, group_rate_limit=group_rate_limit, fairness=fairness))
         return self._put(name, settings, create=False)
 
     def _put(self, name: str, settings: dict[str, Any], *, create: bool) -> Queue:

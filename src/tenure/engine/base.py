@@ -202,6 +202,10 @@ class Session(abc.ABC):
     def job_get(self, job_id: str) -> JobRow | None:
         """The row (with its token) or None."""
 
+    #: After a claim: when a rate limit that stopped it allows a start again (epoch ms, the
+    #: claim's clock), or None (no rate limit stopped it). A worker sleeps until then.
+    rate_wake_at: int | None = None
+
     @abc.abstractmethod
     def job_claim(
         self, *, kinds: Sequence[str] | None, queues: Sequence[str] | None, owner: str,
@@ -210,8 +214,8 @@ class Session(abc.ABC):
         """Lease up to ``limit`` eligible jobs, minting a token each, ``generation+1``,
         ``attempts+1``; order ``priority DESC, run_at, created_at, id``. Eligible: pending/failed
         with ``run_at <= now``, or leased with ``lease_until <= now``; kind in ``kinds`` (None:
-        any); queue in ``queues`` (None: any) and not paused; queue and group concurrency limits
-        respected. Each leased row's ``lease_instance`` is stamped with ``instance`` (the claiming
+        any); queue in ``queues`` (None: any) and not paused; queue and group concurrency limits,
+        rate limits, fairness and the claim-time policies respected (:mod:`tenure.engine.limited`). Each leased row's ``lease_instance`` is stamped with ``instance`` (the claiming
         worker's per-process identity, or None). Each row carries the :data:`RECLAIMED_INDEX` flag.
 
         Bounded reclaim: an expired lease whose job has used its last attempt is settled ``dead``
@@ -431,6 +435,11 @@ class Session(abc.ABC):
         """Set ``settings`` on queue ``name`` (creating it first when ``create``). Answers
         ``("ok", row)``, ``("missing", None)`` or ``("busy", row)`` (a policy change refused
         because the queue holds live jobs)."""
+
+    @abc.abstractmethod
+    def queue_rate_windows(self, name: str, limit: int) -> list[tuple]:
+        """The queue's window rows (issue 25), ``(scope, group_key, starts, blocked_until, turn)``,
+        the queue scope first, then groups by key; at most ``limit``."""
 
     @abc.abstractmethod
     def queue_pause(self, name: str, paused: bool, now: int | None) -> tuple | None:

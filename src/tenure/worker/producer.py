@@ -111,9 +111,20 @@ class Producer(Executor):
             if claims and len(claims) == want:
                 continue  # there may be more: claim again without waiting
             events.mark("idle")
-            woke = wake.wait(self.poll_interval) if self.poll_interval > 0 else wake.wait()
+            pause = self._idle_wait(jobs.rate_wake_at)
+            woke = wake.wait(pause) if pause is not None else wake.wait()
             wake.clear()
             self._count("wakes" if woke else "polls")
+
+    def _idle_wait(self, rate_wake_at: int | None) -> float | None:
+        """How long the dispatcher waits after a short claim (None: until woken): the poll
+        interval, or less when a rate limit stopped the claim and its window opens sooner (then
+        it claims as the window opens, instead of up to a poll interval late; never sooner than
+        5 ms from now, so a rate-limited queue is never busy-polled: docs/queues.md, "Rate limits")."""
+        if rate_wake_at is None:
+            return self.poll_interval if self.poll_interval > 0 else None
+        until = max(0.005, (rate_wake_at - self.store._now_wall()) / 1000)
+        return min(until, self.poll_interval) if self.poll_interval > 0 else until
 
     @contextmanager
     def _claim_section(self) -> Iterator[None]:

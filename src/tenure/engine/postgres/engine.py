@@ -57,6 +57,7 @@ from ...errors import (
     StoreUnavailable,
     TenureError,
 )
+from ...rate_window import Rate
 from ...redact import credentials, redact_url, scrub
 from ..base import (
     DEFAULT_MAX_ATTEMPTS,
@@ -71,6 +72,7 @@ from ..base import (
     Watcher,
     new_job_params,
 )
+from ..limited import QueueLimits, claim_queue
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from ..urls import POSTGRES_SCHEMES
 from . import queries as Q
@@ -192,6 +194,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         (it would walk their whole backlog only to skip it). What is claimed never depends on
         the hint."""
         conn = self._conn
+        self.rate_wake_at = None
         hint: frozenset[str] | None = getattr(conn, "_tenure_limited", None)
         if queues is None:
             expect_limits = bool(hint)
@@ -252,40 +255,33 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
 
     def _claim_limited(self, limits, kinds, owner, lease_ms, now, limit, spent: list[str],
                        instance=None, *, revive: bool = True, copies: bool = True) -> list[JobRow]:
-        """Claim from limited queues (a concurrency or group limit, or a singleton policy), inside
-        the caller's transaction: every claimer of such a queue takes its advisory lock (in name
-        order, so two claimers never wait on each other in a cycle) and holds it to the end of the
-        transaction; each statement below then sees every committed lease, so the count (or "is
-        one of this key leased?") is exact across processes. ``revive``: an expired lease may be
-        leased again (answered alone); the spent ones met are added to ``spent``. ``copies``: dead
+        """Claim from limited queues (a concurrency, group or rate limit, fairness, or a policy the
+        claim enforces), inside the caller's transaction: every claimer of such a queue takes its
+        advisory lock (in name order, so two claimers never wait on each other in a cycle) and
+        holds it to the end of the transaction; each statement below then sees every committed
+        lease and rate window, so the counts are exact across processes
+        (:func:`tenure.engine.limited.claim_queue`). ``revive``: an expired lease may be leased
+        again (answered alone); the spent ones met are added to ``spent``. ``copies``: dead
         letters may be claimed (the caller named the queues)."""
         conn = self._conn
         rows: list[JobRow] = []
-        for name, conc, group_limit, _serial in limits:
+        for name, conc, group_limit, _serial, rate, rate_ms, grate, grate_ms, fairness in limits:
             if len(rows) >= limit:
                 break
             conn.execute(Q.LOCK_QUEUE, {"name": name})
-            while len(rows) < limit:
-                want = limit - len(rows)
-                if conc is not None:
-                    leased = conn.execute(Q.LEASED_IN_QUEUE, {"queue": name, "now": now}).fetchone()[0]
-                    if leased >= conc:
-                        break
-                    want = min(want, conc - leased)
-                params = _claim_params(kinds, [name], owner, lease_ms, now, want, instance)
-                if group_limit is not None:
-                    # One at a time: each claim may fill a group, and the next must see it.
-                    params["limit"] = want = 1
-                    params["full_groups"] = [r[0] for r in conn.execute(
-                        Q.SATURATED_GROUPS, {"queue": name, "now": now, "group_limit": group_limit})]
-                sql = _claim_sql(kinds, [name], limited=True, group_filter=group_limit is not None, limit=want,
-                                 revive=revive and not rows, copies=copies)
-                got = _split_spent(conn.execute(sql, params).fetchall(), spent)
-                rows.extend(got)
-                if _reclaimed(got):
-                    return rows  # alone: nothing else was claimed before it, nothing after
-                if len(got) < want:
-                    break
+            lim = QueueLimits(name, conc, group_limit, None if rate is None else Rate(rate, rate_ms),
+                              None if grate is None else Rate(grate, grate_ms), fairness)
+            at = now
+            if at is None and (rate is not None or grate is not None or fairness is not None):
+                at = conn.execute(Q.NOW_MS).fetchone()[0]  # the window arithmetic needs one instant
+            claimer = _LimitedPostgres(conn, kinds, owner, lease_ms, at, instance, copies, spent)
+            got = claim_queue(claimer, lim, at if at is not None else 0, limit - len(rows),
+                              revive=revive and not rows)
+            rows.extend(got.rows)
+            if got.wake_at is not None:
+                self.rate_wake_at = min(got.wake_at, self.rate_wake_at or got.wake_at)
+            if got.reclaimed:
+                return rows  # alone: nothing else was claimed before it, nothing after
         return rows
 
     def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
@@ -460,6 +456,53 @@ def _claim_order(row: JobRow) -> tuple:
     return (-row[15], row[4], row[12], row[0])  # priority DESC, run_at, created_at, id
 
 
+class _LimitedPostgres:
+    """The statements of :func:`tenure.engine.limited.claim_queue` on PostgreSQL, inside the
+    claim's transaction and under the queue's advisory lock. ``now`` None: the database's clock
+    (only queues without a rate or fairness; the others are claimed at one instant read once)."""
+
+    def __init__(self, conn, kinds, owner, lease_ms, now, instance, copies: bool, spent: list[str]) -> None:
+        self._conn, self._kinds, self._owner, self._lease_ms = conn, kinds, owner, lease_ms
+        self._now, self._instance, self._copies, self._spent = now, instance, copies, spent
+
+    def leased_count(self, queue: str, now: int) -> int:
+        return self._conn.execute(Q.LEASED_IN_QUEUE, {"queue": queue, "now": self._now}).fetchone()[0]
+
+    def saturated_groups(self, queue: str, now: int, group_limit: int) -> list[str]:
+        return [r[0] for r in self._conn.execute(
+            Q.SATURATED_GROUPS, {"queue": queue, "now": self._now, "group_limit": group_limit})]
+
+    def windows(self, queue, keys):
+        out = {}
+        for scope, key in keys:
+            row = self._conn.execute(Q.RATE_WINDOW_GET, {"queue": queue, "scope": scope, "key": key}).fetchone()
+            if row is not None:
+                out[(scope, key)] = (row[2], row[3])
+        return out
+
+    def save_windows(self, queue, rows) -> None:
+        self._conn.execute(Q.RATE_WINDOW_SAVE, {
+            "queue": queue, "scopes": [r[0] for r in rows], "keys": [r[1] for r in rows],
+            "starts": [r[2] for r in rows], "blocked": [r[3] for r in rows], "turns": [r[4] for r in rows]})
+
+    def fair_groups(self, queue: str, now: int) -> list[str]:
+        return [r[0] for r in self._conn.execute(Q.FAIR_GROUPS, {"queue": queue, "now": now})]
+
+    def next_group_open(self, queue: str, now: int) -> int | None:
+        return self._conn.execute(Q.RATE_WINDOW_NEXT_OPEN, {"queue": queue, "now": now}).fetchone()[0]
+
+    def claim(self, queue, want, *, full_groups, group, group_rate, revive):
+        params = _claim_params(self._kinds, [queue], self._owner, self._lease_ms, self._now, want, self._instance)
+        if full_groups is not None:
+            params["full_groups"] = full_groups
+        if group is not None:
+            params["only_group"] = group
+        sql = _claim_sql(self._kinds, [queue], limited=True, group_filter=full_groups is not None, limit=want,
+                         revive=revive, copies=self._copies, group_rate=group_rate, one_group=group is not None)
+        got = _split_spent(self._conn.execute(sql, params).fetchall(), self._spent)
+        return got, _reclaimed(got)
+
+
 _CLAIM_CACHE: dict[tuple, str] = {}
 
 
@@ -477,14 +520,16 @@ def _reclaimed(rows: list[JobRow]) -> bool:
 
 
 def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = False, limit: int = 1,
-               revive: bool = True, copies: bool = True) -> str:
+               revive: bool = True, copies: bool = True, group_rate: bool = False, one_group: bool = False) -> str:
     """The claim statement for this shape of call (cached: the text depends only on the shape and
     the limit, a small set in practice: a worker claims up to its free slots). It skips paused
     queues, and limited ones too unless ``limited`` (the claim of one limited queue, made under
     its advisory lock). ``revive``: it may lease one expired lease again (alone). ``copies``: it
-    may take dead letters (the caller named the queues; docs/queues.md, "Dead letters")."""
+    may take dead letters (the caller named the queues; docs/queues.md, "Dead letters"). A limited
+    claim enforces strict_fifo; ``group_rate`` skips groups whose rate window is closed;
+    ``one_group`` takes only ``%(only_group)s``'s jobs (issue 25)."""
     one = queues is not None and len(queues) == 1
-    key = (kinds is None, queues is None, one, limited, group_filter, limit, revive, copies)
+    key = (kinds is None, queues is None, one, limited, group_filter, limit, revive, copies, group_rate, one_group)
     sql = _CLAIM_CACHE.get(key)
     if sql is None:
         if one:
@@ -495,6 +540,12 @@ def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = Fal
             queue_filter = Q.QUEUE_FILTER
         if group_filter:
             queue_filter += Q.GROUP_FILTER
+        if limited:
+            queue_filter += Q.STRICT_FILTER
+        if group_rate:
+            queue_filter += Q.GROUP_RATE_FILTER
+        if one_group:
+            queue_filter += Q.ONE_GROUP_FILTER
         if not copies:
             queue_filter += Q.NO_DEAD_LETTERS
         if len(_CLAIM_CACHE) >= 1024:

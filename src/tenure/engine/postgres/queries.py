@@ -41,7 +41,8 @@ SELECT set_config('statement_timeout', %(ms)s::text, true),
 # exact count of live leases, and the singleton policies an exact "is one of this key leased?".
 # The claim statement skips them (with paused queues) in SQL; the engine then claims from them one
 # queue at a time under that queue's advisory lock (PostgresSession._claim_limited).
-LIMITED = "concurrency_limit IS NOT NULL OR group_limit IS NOT NULL OR policy IN ('singleton', 'stately')"
+LIMITED = ("concurrency_limit IS NOT NULL OR group_limit IS NOT NULL OR policy IN ('singleton', 'stately', "
+           "'strict_fifo') OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL OR fairness IS NOT NULL")
 SKIP_PAUSED = "q.paused = 1"
 # paused = 1 or LIMITED, as a generated column (migration 0007 says why).
 SKIP_PAUSED_OR_LIMITED = "q.claim_apart = 1"
@@ -146,12 +147,63 @@ GROUP_FILTER = " AND (j.group_key IS NULL OR j.group_key <> ALL(%(full_groups)s:
 NO_DEAD_LETTERS = (" AND j.origin_queue IS NULL AND j.queue NOT IN "
                    "(SELECT q.dead_letter FROM tenure_queues q WHERE q.dead_letter IS NOT NULL)")
 
+# policy 'strict_fifo' (issue 25): a job waits while an earlier job of its key is not done or
+# cancelled (pending, failed, leased, or dead until requeued or deleted). Only limited claims carry
+# it (a strict_fifo queue is limited); one probe of tenure_jobs_strict per candidate.
+STRICT_FILTER = """
+       AND (j.policy <> 'strict_fifo' OR j.singleton_key IS NULL
+            OR NOT EXISTS (SELECT 1 FROM tenure_jobs e WHERE e.queue = j.queue AND e.singleton_key = j.singleton_key
+                           AND e.policy = 'strict_fifo' AND e.state IN ('pending', 'failed', 'leased', 'dead')
+                           AND (e.created_at, e.id) < (j.created_at, j.id)))"""
+# group_rate_limit (issue 25): a group whose rate window is closed is skipped, one probe each.
+GROUP_RATE_FILTER = f"""
+       AND (j.group_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM tenure_rate_windows w WHERE w.queue = j.queue AND w.scope = 1
+            AND w.group_key = j.group_key AND w.blocked_until > {NOW}))"""
+ONE_GROUP_FILTER = " AND j.group_key = %(only_group)s::text"
+
 # The limited queues (see LIMITED), in name order: the order their advisory locks are taken in.
 QUEUE_LIMITS = f"""
-SELECT name, concurrency_limit, group_limit, policy IN ('singleton', 'stately') FROM tenure_queues
+SELECT name, concurrency_limit, group_limit, policy IN ('singleton', 'stately'), rate_limit, rate_period_ms,
+  group_rate_limit, group_rate_period_ms, fairness FROM tenure_queues
 WHERE {LIMITED}
 ORDER BY name
 """
+
+# Rate windows (issue 25; tenure/rate_window.py), read and written by limited claims under the
+# queue's advisory lock.
+RATE_WINDOW_GET = """
+SELECT scope, group_key, starts, turn FROM tenure_rate_windows
+WHERE queue = %(queue)s::text AND scope = %(scope)s::int AND group_key = %(key)s::text"""
+RATE_WINDOW_SAVE = """
+INSERT INTO tenure_rate_windows (queue, scope, group_key, starts, blocked_until, turn)
+SELECT %(queue)s::text, w.scope, w.group_key, w.starts, w.blocked_until, w.turn
+FROM unnest(%(scopes)s::int[], %(keys)s::text[], %(starts)s::text[], %(blocked)s::bigint[], %(turns)s::bigint[])
+  AS w(scope, group_key, starts, blocked_until, turn)
+ON CONFLICT (queue, scope, group_key) DO UPDATE SET starts = excluded.starts,
+  blocked_until = excluded.blocked_until, turn = excluded.turn"""
+RATE_WINDOW_NEXT_OPEN = """
+SELECT min(blocked_until) FROM tenure_rate_windows
+WHERE queue = %(queue)s::text AND scope = 1 AND blocked_until > %(now)s::bigint"""
+RATE_WINDOW_LIST = """
+SELECT scope, group_key, starts, blocked_until, turn FROM tenure_rate_windows WHERE queue = %(queue)s::text
+ORDER BY scope, group_key LIMIT %(limit)s::bigint"""
+RATE_WINDOW_DELETE = "DELETE FROM tenure_rate_windows WHERE queue = %(queue)s::text"
+# fairness (issue 25): the groups with queued jobs, by a skip scan of tenure_jobs_group_head (one
+# seek per group), those whose rate window is closed left out, served longest ago first.
+FAIR_GROUPS = """
+WITH RECURSIVE g(k) AS (
+  (SELECT group_key FROM tenure_jobs
+   WHERE queue = %(queue)s::text AND group_key IS NOT NULL AND state IN ('pending', 'failed') AND waiting_on = 0
+   ORDER BY group_key LIMIT 1)
+  UNION ALL
+  SELECT (SELECT j.group_key FROM tenure_jobs j
+          WHERE j.queue = %(queue)s::text AND j.group_key > g.k AND j.state IN ('pending', 'failed') AND j.waiting_on = 0
+          ORDER BY j.group_key LIMIT 1)
+  FROM g WHERE g.k IS NOT NULL)
+SELECT g.k FROM g LEFT JOIN tenure_rate_windows w ON w.queue = %(queue)s::text AND w.scope = 1 AND w.group_key = g.k
+WHERE g.k IS NOT NULL AND coalesce(w.blocked_until, 0) <= %(now)s::bigint
+ORDER BY coalesce(w.turn, 0), g.k"""
 # Held to the end of the claim's transaction; every claimer of the queue takes it, in name order.
 LOCK_QUEUE = "SELECT pg_advisory_xact_lock(hashtext('tenure.queue.' || %(name)s::text))"
 LEASED_IN_QUEUE = f"""
@@ -590,6 +642,7 @@ VALUES (%(version)s::int, %(name)s::text, (extract(epoch FROM clock_timestamp())
 """
 
 TABLES = (
+    "tenure_rate_windows",
     "tenure_dependencies", "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
     "tenure_leader", "tenure_workers", "tenure_signals", "tenure_waits",
 )

@@ -12,18 +12,25 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ...rate_window import Rate
 from ..base import NewJob, new_job_params
+from ..limited import rewindowed
+from . import queries as Q
 
 QUEUE_COLS = ("name, policy, max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, timeout_ms, "
               "retention_ms, delete_after_ms, dead_letter, concurrency_limit, group_limit, paused, created_at, "
-              "updated_at")
+              "updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness")
 #: Options a caller may set on a queue, with their SQL types (whitelisted before any SQL is built).
 QUEUE_SETTINGS = {
     "policy": "text", "max_attempts": "int", "retry_delay_ms": "bigint", "retry_backoff": "int",
     "retry_delay_max_ms": "bigint", "timeout_ms": "bigint", "retention_ms": "bigint", "delete_after_ms": "bigint",
     "dead_letter": "text", "concurrency_limit": "int", "group_limit": "int",
+    "rate_limit": "int", "rate_period_ms": "bigint", "group_rate_limit": "int", "group_rate_period_ms": "bigint",
+    "fairness": "text",
 }
 LIVE = "('pending', 'leased', 'failed')"
+#: Columns whose change recomputes the queue's rate windows.
+RATE_SETTINGS = frozenset({"rate_limit", "rate_period_ms", "group_rate_limit", "group_rate_period_ms"})
 CLOCK = "clock AS (SELECT coalesce(%(now)s::bigint, tenure_now_ms()) AS ms)"
 NOW = "(SELECT ms FROM clock)"
 
@@ -211,11 +218,26 @@ class PostgresQueuesMixin:
             params = {"policy": None, **settings, "name": name, "now": now}
             if settings.get("retry_backoff") is not None:
                 params["retry_backoff"] = int(settings["retry_backoff"])
+            if RATE_SETTINGS & settings.keys():
+                conn.execute(Q.LOCK_QUEUE, {"name": name})  # no claim of it uses the windows meanwhile
             row = conn.execute(sql, params).fetchone()
             if row is not None:
+                if RATE_SETTINGS & settings.keys():
+                    windows = conn.execute(Q.RATE_WINDOW_LIST, {"queue": name, "limit": None}).fetchall()
+                    rate = None if row[15] is None else Rate(row[15], row[16])
+                    group_rate = None if row[17] is None else Rate(row[17], row[18])
+                    rows = rewindowed(windows, rate, group_rate)
+                    if rows:
+                        conn.execute(Q.RATE_WINDOW_SAVE, {
+                            "queue": name, "scopes": [r[0] for r in rows], "keys": [r[1] for r in rows],
+                            "starts": [r[2] for r in rows], "blocked": [r[3] for r in rows],
+                            "turns": [r[4] for r in rows]})
                 return "ok", row
             row = conn.execute(QUEUE_GET, {"name": name}).fetchone()
             return ("missing", None) if row is None else ("busy", row)
+
+    def queue_rate_windows(self, name: str, limit: int) -> list[tuple]:
+        return self._conn.execute(Q.RATE_WINDOW_LIST, {"queue": name, "limit": limit}).fetchall()
 
     def queue_pause(self, name: str, paused: bool, now: int | None) -> tuple | None:
         return self._conn.execute(QUEUE_PAUSE, {"name": name, "paused": int(paused), "now": now}).fetchone()
@@ -232,6 +254,7 @@ class PostgresQueuesMixin:
             if live and not force:
                 return "busy", live
             removed = conn.execute(QUEUE_DELETE, {"name": name, "force": force}).fetchone()[0]
+            conn.execute(Q.RATE_WINDOW_DELETE, {"queue": name})
         return "deleted", removed
 
     # -- uniqueness -----------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from ...errors import (
     StoreUnavailable,
     TenureError,
 )
+from ...rate_window import Rate
 from ..base import (
     DEFAULT_MAX_ATTEMPTS,
     HISTORY_KEEP,
@@ -47,6 +48,7 @@ from ..base import (
     Watcher,
     new_job_params,
 )
+from ..limited import QueueLimits, claim_queue, record_starts
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from . import queries as Q
 from .insights import SQLiteInsightsMixin
@@ -171,20 +173,24 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
     def _claim_rows(self, kinds, queues, owner, lease_ms, now, limit, instance) -> list[JobRow]:
         now = _wall_ms() if now is None else now
         conn = self._conn
+        self.rate_wake_at = None
         wanted = None if queues is None else set(queues)
-        free, limited = [], []
+        free: list[str] = []
+        limited: list[QueueLimits] = []
         registry = conn.execute(Q.QUEUE_REGISTRY).fetchall()
         # Dead letters are claimed only by a claim that names their queue (docs/queues.md): with
         # no queues named, skip every queue named as a dead-letter queue, and every copy.
         copies = wanted is not None
         letters = set() if copies else {r[4] for r in registry if r[4] is not None}
-        for name, paused, conc, group_limit, _ in registry:
+        for name, paused, conc, group_limit, _, policy, rate, rate_ms, grate, grate_ms, fairness in registry:
             if paused or (wanted is not None and name not in wanted) or name in letters:
                 continue
-            if conc is None and group_limit is None:
+            if (conc is None and group_limit is None and rate is None and grate is None and fairness is None
+                    and policy != "strict_fifo"):
                 free.append(name)
             else:
-                limited.append((name, conc, group_limit))
+                limited.append(QueueLimits(name, conc, group_limit, None if rate is None else Rate(rate, rate_ms),
+                                           None if grate is None else Rate(grate, grate_ms), fairness))
         if not free and not limited:
             return []
         # One write transaction: the reclaim, the dead-letter copies of what it settled dead, and
@@ -194,9 +200,13 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         expired = conn.execute(Q.ANY_EXPIRED, (now,)).fetchone() is not None
         with self._atomic() if expired or limited else nullcontext():
             if expired:
-                revived = self._reclaim(kinds, free + [name for name, _, _ in limited], owner, lease_ms, now,
+                revived = self._reclaim(kinds, free + [lim.name for lim in limited], owner, lease_ms, now,
                                         limit, instance, copies)
                 if revived is not None:
+                    lim = next((x for x in limited if x.name == revived[14]), None)
+                    if lim is not None:
+                        record_starts(_LimitedSQLite(self, kinds, owner, lease_ms, now, instance, copies),
+                                      lim, now, [revived])
                     return [revived]  # an expired lease is run alone (docs/guarantees.md, "Liveness")
             rows = []
             if free:
@@ -204,21 +214,14 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
                                     _claim_params(kinds, free, owner, lease_ms, now, limit, instance)).fetchall()
                 if not limited:
                     return sorted(rows, key=_claim_order) if len(rows) > 1 else rows
-            for name, conc, group_limit in limited:
-                while len(rows) < limit:
-                    if conc is not None:
-                        leased = conn.execute(Q.LEASED_IN_QUEUE, (name, now)).fetchone()[0]
-                        if leased >= conc:
-                            break
-                    params = _claim_params(kinds, [name], owner, lease_ms, now, 1, instance)
-                    if group_limit is not None:
-                        params["full_groups"] = json.dumps(
-                            [r[0] for r in conn.execute(Q.SATURATED_GROUPS, (name, now, group_limit))])
-                    got = conn.execute(_claim_sql(1, kinds is not None, group_limit is not None, copies),
-                                       params).fetchall()
-                    if not got:
-                        break
-                    rows.extend(got)
+            claimer = _LimitedSQLite(self, kinds, owner, lease_ms, now, instance, copies)
+            for lim in limited:
+                if len(rows) >= limit:
+                    break
+                got = claim_queue(claimer, lim, now, limit - len(rows), revive=False)
+                rows.extend(got.rows)
+                if got.wake_at is not None:
+                    self.rate_wake_at = min(got.wake_at, self.rate_wake_at or got.wake_at)
             return sorted(rows, key=_claim_order)
 
     def _reclaim(self, kinds, queues: list[str], owner, lease_ms, now, limit, instance,
@@ -413,25 +416,74 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
 _insert_params = new_job_params
 
 
+class _LimitedSQLite:
+    """The statements of :func:`tenure.engine.limited.claim_queue` on SQLite, inside the claim's
+    write transaction (SQLite's one writer makes every count in it exact)."""
+
+    def __init__(self, session: SQLiteSession, kinds, owner, lease_ms, now, instance, copies: bool) -> None:
+        self._conn = session._conn
+        self._kinds, self._owner, self._lease_ms = kinds, owner, lease_ms
+        self._now, self._instance, self._copies = now, instance, copies
+
+    def leased_count(self, queue: str, now: int) -> int:
+        return self._conn.execute(Q.LEASED_IN_QUEUE, (queue, now)).fetchone()[0]
+
+    def saturated_groups(self, queue: str, now: int, group_limit: int) -> list[str]:
+        return [r[0] for r in self._conn.execute(Q.SATURATED_GROUPS, (queue, now, group_limit))]
+
+    def windows(self, queue, keys):
+        out = {}
+        for scope, key in keys:
+            row = self._conn.execute(Q.RATE_WINDOW_GET, (queue, scope, key)).fetchone()
+            if row is not None:
+                out[(scope, key)] = (row[0], row[1])
+        return out
+
+    def save_windows(self, queue, rows) -> None:
+        self._conn.executemany(Q.RATE_WINDOW_SAVE, [(queue, *r) for r in rows])
+
+    def fair_groups(self, queue: str, now: int) -> list[str]:
+        return [r[0] for r in self._conn.execute(Q.FAIR_GROUPS, {"queue": queue, "now": now})]
+
+    def next_group_open(self, queue: str, now: int) -> int | None:
+        return self._conn.execute(Q.RATE_WINDOW_NEXT_OPEN, (queue, now)).fetchone()[0]
+
+    def claim(self, queue, want, *, full_groups, group, group_rate, revive):
+        params = _claim_params(self._kinds, [queue], self._owner, self._lease_ms, self._now, want, self._instance)
+        if full_groups is not None:
+            params["full_groups"] = json.dumps(full_groups)
+        if group is not None:
+            params["only_group"] = group
+        sql = _claim_sql(1, self._kinds is not None, full_groups is not None, self._copies,
+                         limited=True, group_rate=group_rate, one_group=group is not None)
+        return self._conn.execute(sql, params).fetchall(), False
+
+
 def _claim_order(row: JobRow) -> tuple:
     """Claim order (priority DESC, run_at, created_at, id): UPDATE ... RETURNING has none."""
     return (-row[15], row[4], row[12], row[0])
 
 
-_CLAIM_CACHE: dict[tuple[int, bool, bool, bool], str] = {}
+_CLAIM_CACHE: dict[tuple[int, bool, bool, bool, bool, bool, bool], str] = {}
 _PAGE_CACHE: dict[tuple[bool, ...], str] = {}
 
 
-def _claim_sql(n_queues: int, by_kind: bool, group_filter: bool, copies: bool = True) -> str:
+def _claim_sql(n_queues: int, by_kind: bool, group_filter: bool, copies: bool = True, *, limited: bool = False,
+               group_rate: bool = False, one_group: bool = False) -> str:
     """The claim statement for ``n_queues`` queue heads (cached: it depends only on the shape).
-    ``copies``: dead-letter copies may be claimed (the caller named the queues)."""
-    key = (n_queues, by_kind, group_filter, copies)
+    ``copies``: dead-letter copies may be claimed (the caller named the queues). ``limited``: the
+    claim of one limited queue (it enforces strict_fifo; ``group_rate`` skips groups whose rate
+    window is closed; ``one_group`` takes only ``:only_group``'s jobs)."""
+    key = (n_queues, by_kind, group_filter, copies, limited, group_rate, one_group)
     sql = _CLAIM_CACHE.get(key)
     if sql is None:
         kind = (Q.KIND_FILTER if by_kind else "") + ("" if copies else Q.NO_COPIES)
-        group = Q.GROUP_FILTER if group_filter else ""
-        heads = [Q.CLAIM_QUEUE_HEAD.format(i=i, kind_filter=kind, group_filter=group,
-                                           singleton_filter=Q.SINGLETON_FILTER) for i in range(n_queues)]
+        group = (Q.GROUP_FILTER if group_filter else "") + (Q.GROUP_RATE_FILTER if group_rate else "") + (
+            Q.ONE_GROUP_FILTER if one_group else "")
+        serial = Q.SINGLETON_FILTER + (Q.STRICT_FILTER if limited else "")
+        index = "tenure_jobs_group_head" if one_group else "tenure_jobs_claim"
+        heads = [Q.CLAIM_QUEUE_HEAD.format(i=i, kind_filter=kind, group_filter=group, singleton_filter=serial,
+                                           index=index) for i in range(n_queues)]
         sql = Q.CLAIM.format(heads="\n    UNION ALL".join(heads))
         _CLAIM_CACHE[key] = sql
     return sql

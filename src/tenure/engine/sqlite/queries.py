@@ -21,11 +21,28 @@ KIND_FILTER = "AND j.kind IN (SELECT value FROM json_each(:kinds))"
 GROUP_FILTER = ("AND (j.group_key IS NULL OR j.group_key NOT IN "
                 "(SELECT value FROM json_each(:full_groups)))")
 
+# policy 'strict_fifo' (issue 25): a job waits while an earlier job of its key is not done or
+# cancelled (pending, failed, leased, or dead until requeued or deleted). Only limited claims
+# carry it (a strict_fifo queue is limited); one probe of tenure_jobs_strict per candidate.
+STRICT_FILTER = """
+        AND (j.policy <> 'strict_fifo' OR j.singleton_key IS NULL
+             OR NOT EXISTS (SELECT 1 FROM tenure_jobs e INDEXED BY tenure_jobs_strict
+                            WHERE e.queue = j.queue AND e.singleton_key = j.singleton_key
+                            AND e.policy = 'strict_fifo' AND e.state IN ('pending', 'failed', 'leased', 'dead')
+                            AND (e.created_at < j.created_at OR (e.created_at = j.created_at AND e.id < j.id))))"""
+# group_rate_limit (issue 25): a group whose rate window is closed is skipped, one probe each.
+GROUP_RATE_FILTER = """
+        AND (j.group_key IS NULL OR NOT EXISTS (
+             SELECT 1 FROM tenure_rate_windows w WHERE w.queue = j.queue AND w.scope = 1
+             AND w.group_key = j.group_key AND w.blocked_until > :now))"""
+ONE_GROUP_FILTER = "AND j.group_key = :only_group"
+
 # The head of one queue: index-ordered, so the LIMIT stops the scan early (flat with depth).
+# The head of one group of it (fairness) reads the group index instead.
 CLAIM_QUEUE_HEAD = """
     SELECT * FROM (
       SELECT j.id, j.priority, j.run_at, j.created_at, j.queue, j.policy, j.singleton_key
-      FROM tenure_jobs j INDEXED BY tenure_jobs_claim
+      FROM tenure_jobs j INDEXED BY {index}
       WHERE j.queue = :q{i} AND j.state IN ('pending', 'failed') AND j.waiting_on = 0 AND j.run_at <= :now
         {kind_filter} {group_filter} {singleton_filter}
       ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)"""
@@ -72,7 +89,9 @@ RECLAIM_LIMITS = """
           OR (j.group_key IS NOT NULL AND q.group_limit <= (
                 SELECT count(*) FROM tenure_jobs a INDEXED BY tenure_jobs_leased
                 WHERE a.state = 'leased' AND a.lease_until > :now AND a.queue = j.queue
-                  AND a.group_key = j.group_key))))"""
+                  AND a.group_key = j.group_key))))
+        AND NOT EXISTS (SELECT 1 FROM tenure_rate_windows w WHERE w.queue = j.queue AND w.blocked_until > :now
+                        AND ((w.scope = 0 AND w.group_key = '') OR (w.scope = 1 AND w.group_key = j.group_key)))"""
 # Is any lease expired? (RECLAIM runs only then: the claim's fast path skips it.)
 ANY_EXPIRED = """
 SELECT 1 FROM tenure_jobs INDEXED BY tenure_jobs_leased WHERE state = 'leased' AND lease_until <= ? LIMIT 1
@@ -110,7 +129,10 @@ WHERE id IN (
 RETURNING {COLS}, 1
 """
 
-QUEUE_REGISTRY = "SELECT name, paused, concurrency_limit, group_limit, dead_letter FROM tenure_queues"
+QUEUE_REGISTRY = """
+SELECT name, paused, concurrency_limit, group_limit, dead_letter, policy, rate_limit, rate_period_ms,
+  group_rate_limit, group_rate_period_ms, fairness
+FROM tenure_queues"""
 # A claim that names no queue never takes a dead-letter copy (docs/queues.md, "Dead letters").
 NO_COPIES = " AND j.origin_queue IS NULL"
 
@@ -354,6 +376,36 @@ FROM tenure_dependencies d INDEXED BY tenure_dependencies_parent LEFT JOIN tenur
 WHERE d.parent_id = ? ORDER BY d.job_id
 """
 
+# Rate windows (issue 25; tenure/rate_window.py), read and written by limited claims.
+RATE_WINDOW_GET = """
+SELECT starts, turn FROM tenure_rate_windows WHERE queue = ? AND scope = ? AND group_key = ?"""
+RATE_WINDOW_SAVE = """
+INSERT INTO tenure_rate_windows (queue, scope, group_key, starts, blocked_until, turn)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (queue, scope, group_key) DO UPDATE SET starts = excluded.starts,
+  blocked_until = excluded.blocked_until, turn = excluded.turn"""
+RATE_WINDOW_NEXT_OPEN = """
+SELECT min(blocked_until) FROM tenure_rate_windows WHERE queue = ? AND scope = 1 AND blocked_until > ?"""
+RATE_WINDOW_LIST = """
+SELECT scope, group_key, starts, blocked_until, turn FROM tenure_rate_windows WHERE queue = ?
+ORDER BY scope, group_key LIMIT ?"""
+RATE_WINDOW_DELETE = "DELETE FROM tenure_rate_windows WHERE queue = ?"
+# fairness (issue 25): the groups with queued jobs, by a skip scan of tenure_jobs_group_head (one
+# seek per group), those whose rate window is closed left out, served longest ago first.
+FAIR_GROUPS = """
+WITH RECURSIVE g(k) AS (
+  SELECT (SELECT group_key FROM tenure_jobs INDEXED BY tenure_jobs_group_head
+          WHERE queue = :queue AND group_key IS NOT NULL AND state IN ('pending', 'failed') AND waiting_on = 0
+          ORDER BY queue, group_key LIMIT 1)
+  UNION ALL
+  SELECT (SELECT group_key FROM tenure_jobs INDEXED BY tenure_jobs_group_head
+          WHERE queue = :queue AND group_key > g.k AND state IN ('pending', 'failed') AND waiting_on = 0
+          ORDER BY queue, group_key LIMIT 1)
+  FROM g WHERE g.k IS NOT NULL)
+SELECT g.k FROM g LEFT JOIN tenure_rate_windows w ON w.queue = :queue AND w.scope = 1 AND w.group_key = g.k
+WHERE g.k IS NOT NULL AND coalesce(w.blocked_until, 0) <= :now
+ORDER BY coalesce(w.turn, 0), g.k"""
+
 MIGRATIONS_TABLE = """
 CREATE TABLE IF NOT EXISTS tenure_migrations (
   version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)
@@ -361,5 +413,5 @@ CREATE TABLE IF NOT EXISTS tenure_migrations (
 
 TABLES = (
     "tenure_dependencies", "tenure_checkpoints", "tenure_jobs", "tenure_queues", "tenure_schedules", "tenure_subscriptions",
-    "tenure_leader", "tenure_workers", "tenure_signals", "tenure_waits",
+    "tenure_leader", "tenure_workers", "tenure_signals", "tenure_waits", "tenure_rate_windows",
 )

@@ -13,15 +13,21 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ...rate_window import Rate
 from ..base import NewJob, new_job_params
+from ..limited import rewindowed
+from . import queries as Q
 
 QUEUE_COLS = ("name, policy, max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, timeout_ms, "
               "retention_ms, delete_after_ms, dead_letter, concurrency_limit, group_limit, paused, created_at, "
-              "updated_at")
+              "updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness")
 #: Options a caller may set on a queue (column names; whitelisted before any SQL is built).
 QUEUE_SETTINGS = ("policy", "max_attempts", "retry_delay_ms", "retry_backoff", "retry_delay_max_ms", "timeout_ms",
-                  "retention_ms", "delete_after_ms", "dead_letter", "concurrency_limit", "group_limit")
+                  "retention_ms", "delete_after_ms", "dead_letter", "concurrency_limit", "group_limit",
+                  "rate_limit", "rate_period_ms", "group_rate_limit", "group_rate_period_ms", "fairness")
 LIVE = "('pending', 'leased', 'failed')"
+#: Columns whose change recomputes the queue's rate windows.
+RATE_SETTINGS = frozenset({"rate_limit", "rate_period_ms", "group_rate_limit", "group_rate_period_ms"})
 
 QUEUE_GET = f"SELECT {QUEUE_COLS} FROM tenure_queues WHERE name = ?"
 QUEUE_LIST = f"SELECT {QUEUE_COLS} FROM tenure_queues ORDER BY name"
@@ -185,7 +191,15 @@ class SQLiteQueuesMixin:
             row = conn.execute(sql, params).fetchone()
             if row is None:
                 return "busy", conn.execute(QUEUE_GET, (name,)).fetchone()
+            if RATE_SETTINGS & settings.keys():
+                windows = conn.execute(Q.RATE_WINDOW_LIST, (name, -1)).fetchall()
+                rate = None if row[15] is None else Rate(row[15], row[16])
+                group_rate = None if row[17] is None else Rate(row[17], row[18])
+                conn.executemany(Q.RATE_WINDOW_SAVE, [(name, *w) for w in rewindowed(windows, rate, group_rate)])
             return "ok", row
+
+    def queue_rate_windows(self, name: str, limit: int) -> list[tuple]:
+        return self._conn.execute(Q.RATE_WINDOW_LIST, (name, limit)).fetchall()
 
     def queue_pause(self, name: str, paused: bool, now: int | None) -> tuple | None:
         return self._conn.execute(QUEUE_PAUSE, {"name": name, "paused": int(paused),
@@ -205,6 +219,7 @@ class SQLiteQueuesMixin:
             conn.execute(QUEUE_DELETE_CHECKPOINTS, (name,))
             removed = conn.execute(QUEUE_DELETE_JOBS, (name,)).rowcount
             conn.execute(QUEUE_DELETE_SUBSCRIPTIONS, (name,))
+            conn.execute(Q.RATE_WINDOW_DELETE, (name,))
             conn.execute(QUEUE_DELETE, (name,))
         return "deleted", removed
 

@@ -4,7 +4,8 @@ Three sources, each a collector on a private :class:`prometheus_client.Collector
 the global one, so two dashboards or a test suite never collide):
 
 - :class:`StoreCollector` — read from the store AT SCRAPE TIME (cached for the insights' TTL):
-  ``tenure_jobs{queue,state}``, ``tenure_queue_paused{queue}``, ``tenure_workers_alive``,
+  ``tenure_jobs{queue,state}``, ``tenure_queue_paused{queue}``, ``tenure_jobs_rate_deferred{queue}``
+  (due jobs a closed rate window holds back, per rate-limited queue), ``tenure_workers_alive``,
   ``tenure_store_up`` (0 when the store could not be read; the scrape still answers),
   ``tenure_unhandled_jobs{queue,kind}`` and ``tenure_unserved_jobs{queue}`` (queued jobs no live
   worker will run, :mod:`tenure.kinds`).
@@ -97,8 +98,15 @@ class StoreCollector(Collector):
             paused.add_metric([q.name], 1 if q.paused else 0)
             for state, n in q.counts.items():
                 jobs.add_metric([q.name, state], n)
+        deferred = GaugeMetricFamily("tenure_jobs_rate_deferred",
+                                     "Due jobs a rate limit holds back now (the queue's window, or their group's).",
+                                     labels=["queue"])
+        for q in ov.queues:
+            if q.rate_limit or q.group_rate_limit:
+                deferred.add_metric([q.name], q.rate_deferred)
         yield jobs
         yield paused
+        yield deferred
         alive = GaugeMetricFamily("tenure_workers_alive", "Workers with a recent heartbeat.")
         alive.add_metric([], ov.workers_alive)
         yield alive

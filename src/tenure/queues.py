@@ -21,7 +21,7 @@ from .engine.base import JobRow, NewJob, Session
 from .errors import DeadLetterCycle, InvalidArgument, InvalidType, QueueNotEmpty, QueueNotFound
 from .ids import new_job_id
 from .jobs import DEFAULT_MAX_ATTEMPTS, NotStreamable
-from .rate_window import format_rate, parse_rate
+from .rate_window import GROUP_SCOPE, QUEUE_SCOPE, format_rate, in_window, load, parse_rate
 
 if TYPE_CHECKING:
     from .store import Store
@@ -71,6 +71,21 @@ def _queue(row: tuple) -> Queue:
                  row[7], row[8], row[9], row[10], row[11], bool(row[12]), row[13], row[14],
                  None if row[15] is None else format_rate(row[15], row[16]),
                  None if row[17] is None else format_rate(row[17], row[18]), row[19])
+
+
+@dataclass(frozen=True, slots=True)
+class RateWindowState:
+    """One rate window of a queue as it stands (``queues.windows``): the queue's own
+    (``group_key`` None) or one group's; how many recorded starts count against a start now, of
+    ``limit`` (None: no rate applies to it, the row only keeps the group's fairness turn); when it
+    allows a start again (None: now); and the group's fairness turn."""
+
+    group_key: str | None
+    limit: int | None
+    period_ms: int | None
+    in_window: int
+    blocked_until: int | None
+    turn: int
 
 
 @dataclass(slots=True)
@@ -322,6 +337,32 @@ class Queues:
             raise QueueNotEmpty(f"queue {name!r} still has {n} live job(s) (pending, leased or failed): "
                                 "let them settle, or delete(name, force=True) to drop them", queue=name, live=n)
         return n
+
+    def windows(self, name: str, *, limit: int = 100) -> builtins.list[RateWindowState]:
+        """The queue's rate windows as they stand now (docs/queues.md, "Rate limits"): the queue's
+        own first, then up to ``limit`` groups by key. [] for a queue without rate limits or
+        fairness, or that has not started a job under them yet. :class:`QueueNotFound` when there
+        is no such queue."""
+        v.name(name, "queue")
+        v.positive_int(limit, "limit", maximum=100_000)
+        store = self._store
+        with store._session() as s:
+            row = s.queue_get(name)
+            if row is None:
+                raise QueueNotFound(f"no queue named {name!r}", queue=name)
+            rows = s.queue_rate_windows(name, limit + 1)
+            now = store._now_or(s, store._now())
+        q = _queue(row)
+        rates = {QUEUE_SCOPE: parse_rate(q.rate_limit), GROUP_SCOPE: parse_rate(q.group_rate_limit)}
+        out = []
+        for scope, key, starts, blocked, turn in rows:
+            rate = rates.get(scope)
+            pairs = load(starts)
+            out.append(RateWindowState(
+                None if scope == QUEUE_SCOPE else key, None if rate is None else rate.limit,
+                None if rate is None else rate.period_ms, 0 if rate is None else in_window(pairs, now, rate.period_ms),
+                blocked if rate is not None and blocked > now else None, turn))
+        return out
 
     def pause(self, name: str) -> Queue:
         """Stop every process from claiming from this queue (enqueues still land; leased jobs

@@ -161,3 +161,42 @@ def test_an_expired_lease_is_a_start(store, clock):
     assert store.jobs.claim("k", owner="b") is None
     clock.advance(60_000)
     assert store.jobs.claim("k", owner="b") is not None
+
+
+# -- visible everywhere ----------------------------------------------------------------------------
+
+def test_windows_dashboard_and_metrics_show_limits_and_deferred_jobs(store, clock):
+    """``queues.windows`` answers the current windows; the dashboard's overview carries the
+    limits and windows of each queue; /metrics exposes the due jobs a closed window holds back."""
+    import httpx
+
+    from tenure.dashboard.app import create_app
+    from tenure.metrics import build_registry, render
+    from tests.dashboard.conftest import Server
+
+    store.queues.create("api", rate_limit="2/s", group_rate_limit="1/min", fairness="round_robin")
+    for g in ["a", "a", "b", "c"]:
+        store.jobs.enqueue("k", g, queue="api", group_key=g)
+    assert store.queues.windows("api") == []  # nothing started yet
+    assert len(store.jobs.claim_many("k", owner="w", limit=10)) == 2
+    windows = store.queues.windows("api")
+    assert windows[0].group_key is None and (windows[0].in_window, windows[0].limit) == (2, 2)
+    assert windows[0].blocked_until is not None and windows[0].blocked_until > clock()
+    assert sorted(w.group_key for w in windows[1:]) == ["a", "b"]
+    with pytest.raises(tenure.errors.QueueNotFound):
+        store.queues.windows("nope")
+
+    srv = Server(create_app(store))
+    try:
+        with httpx.Client(base_url=srv.url()) as client:
+            (q,) = [q for q in client.get("/api/overview").json()["queues"] if q["name"] == "api"]
+    finally:
+        srv.stop()
+    assert (q["rate_limit"], q["group_rate_limit"], q["fairness"]) == ("2/s", "1/min", "round_robin")
+    assert q["windows"][0]["in_window"] == 2 and q["rate_deferred"] == 2  # the queue's window is closed
+    registry, _ = build_registry(store=store)
+    text = render(registry)[0].decode()
+    assert 'tenure_jobs_rate_deferred{queue="api"} 2.0' in text
+    clock.advance(1_100)  # the queue's window opens; a's group window (1/min) is still closed
+    registry, _ = build_registry(store=store)
+    assert 'tenure_jobs_rate_deferred{queue="api"} 1.0' in render(registry)[0].decode()

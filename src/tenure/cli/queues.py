@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..queues import POLICIES
 from ..records import STATES
 from .common import (
     _close,
@@ -25,7 +26,7 @@ from .common import (
 
 @main.group(cls=click.Group)
 def queues() -> None:
-    """List, create, pause and resume queues."""
+    """List, create, update, show, pause and resume queues."""
 
 
 @queues.command("list")
@@ -43,50 +44,119 @@ def queues_list(url: str | None, as_json: bool) -> None:
     if as_json:
         emit_json([dataclasses.asdict(q) for q in summaries])
         return
-    print_table(["queue", "paused", *STATES, "limit", "dead letter"],
+    print_table(["queue", "paused", *STATES, "limit", "rate", "dead letter"],
                 [(q.name, "yes" if q.paused else "", *(q.counts.get(s, 0) for s in STATES),
-                  q.concurrency_limit or "", q.dead_letter or "") for q in summaries])
+                  q.concurrency_limit or "", q.rate_limit or "", q.dead_letter or "") for q in summaries])
 
 
-@queues.command("create")
-@click.argument("name")
-@url_option
-@click.option("--max-attempts", type=click.IntRange(min=1), default=None)
-@_duration_option("--retry-delay", help="Delay before a retry")
-@click.option("--retry-backoff/--no-retry-backoff", default=None, help="Exponential backoff with jitter.")
-@_duration_option("--retry-delay-max", help="Cap on the exponential retry delay")
-@_duration_option("--timeout", help="Per-attempt timeout")
-@_duration_option("--retention", help="How long a queued job may wait before it expires")
-@_duration_option("--delete-after", help="How long a settled job is kept")
-@click.option("--dead-letter", default=None, metavar="QUEUE", help="Copy dead jobs to this queue.")
-@click.option("--concurrency-limit", type=click.IntRange(min=1), default=None,
-              help="At most this many leased jobs in the queue, across every worker.")
-@click.option("--group-limit", type=click.IntRange(min=1), default=None,
-              help="At most this many leased jobs per group key.")
-@click.option("--policy", default=None, type=click.Choice(["standard", "short", "singleton", "stately",
-                                                            "exclusive"]))
-@json_option
-def queues_create(name: str, url: str | None, as_json: bool, **opts: Any) -> None:
-    """Create (or update) a queue with its defaults."""
-    defaults: dict[str, Any] = {}
+def _queue_options(fn: Callable) -> Callable:
+    """The options ``create`` and ``update`` share (each maps to a ``store.queues`` keyword)."""
+    for option in reversed([
+        click.option("--max-attempts", type=click.IntRange(min=1), default=None),
+        _duration_option("--retry-delay", help="Delay before a retry"),
+        click.option("--retry-backoff/--no-retry-backoff", default=None, help="Exponential backoff with jitter."),
+        _duration_option("--retry-delay-max", help="Cap on the exponential retry delay"),
+        _duration_option("--timeout", help="Per-attempt timeout"),
+        _duration_option("--retention", help="How long a queued job may wait before it expires"),
+        _duration_option("--delete-after", help="How long a settled job is kept"),
+        click.option("--dead-letter", default=None, metavar="QUEUE", help="Copy dead jobs to this queue."),
+        click.option("--concurrency-limit", type=click.IntRange(min=1), default=None,
+                     help="At most this many leased jobs in the queue, across every worker."),
+        click.option("--group-limit", type=click.IntRange(min=1), default=None,
+                     help="At most this many leased jobs per group key."),
+        click.option("--rate-limit", default=None, metavar="N/PERIOD",
+                     help="At most N starts in any window of PERIOD (100/s, 6000/min, 10/h); 'none' clears."),
+        click.option("--group-rate-limit", default=None, metavar="N/PERIOD",
+                     help="The same, for each group key separately; 'none' clears."),
+        click.option("--fairness", default=None, type=click.Choice(["round_robin", "none"]),
+                     help="round_robin: the claim rotates over group keys; 'none' clears."),
+        click.option("--policy", default=None, type=click.Choice(list(POLICIES))),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _settings(opts: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for key, value in opts.items():
         if value is None:
             continue
         if key in ("retry_delay", "retry_delay_max", "timeout", "retention", "delete_after"):
             value = parse_duration(value, "--" + key.replace("_", "-"))
-        defaults[key] = value
+        if key in ("rate_limit", "group_rate_limit", "fairness") and value.lower() == "none":
+            value = None
+        out[key] = value
+    return out
+
+
+def _put(verb: str, name: str, url: str | None, as_json: bool, opts: dict[str, Any]) -> None:
+    defaults = _settings(opts)
     store = open_store(url)
     try:
-        create = _need(store.queues, "create", "queue registry (store.queues.create)")
-        result = create(name, **defaults)
+        put = _need(store.queues, verb, f"queue registry (store.queues.{verb})")
+        result = put(name, **defaults)
     finally:
         _close(store)
     if as_json:
-        emit_json({"queue": name, "created": True, "defaults": defaults,
+        emit_json({"queue": name, "created": verb == "create", "defaults": defaults,
                    "record": result if dataclasses.is_dataclass(result) else None})
     else:
-        click.echo(f"queue {name} ready" + (f" ({', '.join(f'{k}={v}' for k, v in defaults.items())})"
-                                            if defaults else ""))
+        click.echo(f"queue {name} {'ready' if verb == 'create' else 'updated'}"
+                   + (f" ({', '.join(f'{k}={v}' for k, v in defaults.items())})" if defaults else ""))
+
+
+@queues.command("create")
+@click.argument("name")
+@url_option
+@_queue_options
+@json_option
+def queues_create(name: str, url: str | None, as_json: bool, **opts: Any) -> None:
+    """Create (or update) a queue with its defaults and limits."""
+    _put("create", name, url, as_json, opts)
+
+
+@queues.command("update")
+@click.argument("name")
+@url_option
+@_queue_options
+@json_option
+def queues_update(name: str, url: str | None, as_json: bool, **opts: Any) -> None:
+    """Change options of an existing queue (refused for an unknown one)."""
+    _put("update", name, url, as_json, opts)
+
+
+@queues.command("show")
+@click.argument("name")
+@url_option
+@click.option("--groups", default=20, type=click.IntRange(min=0), help="Group windows to show (default 20).")
+@json_option
+def queues_show(name: str, url: str | None, groups: int, as_json: bool) -> None:
+    """One queue's settings, its limits and their current windows."""
+    store = open_store(url)
+    try:
+        record = store.queues.get(name)
+        windows = store.queues.windows(name, limit=groups + 1)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"queue": dataclasses.asdict(record), "windows": [dataclasses.asdict(w) for w in windows]})
+        return
+    for key, value in dataclasses.asdict(record).items():
+        if value is not None:
+            click.echo(f"{key + ':':<22}{value}")
+    if windows:
+        click.echo("")
+        print_table(["window", "starts in window", "limit", "opens at"],
+                    [("queue" if w.group_key is None else f"group {w.group_key}", w.in_window, w.limit or "",
+                      _instant(w.blocked_until)) for w in windows])
+
+
+def _instant(ms: int | None) -> str:
+    if not ms:
+        return "open"
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%H:%M:%S.%f")[:-3] + " UTC"
 
 
 def _queue_toggle(verb: str) -> Callable:

@@ -237,7 +237,7 @@ and in the <code>tenure</code> CLI.</p></noscript>
         tp = ov.throughput
         return _json({
             "store": redact_url(ov.store), "now": ov.now, "counts": ov.counts,
-            "queues": [{**dataclasses.asdict(q), "total": q.total} for q in ov.queues],
+            "queues": [{**dataclasses.asdict(q), "total": q.total, "windows": self._windows(q)} for q in ov.queues],
             "throughput": {"since": tp.since, "until": tp.until, "bucket_ms": tp.bucket_ms,
                            "buckets": tp.buckets, "totals": tp.totals()},
             "workers_alive": ov.workers_alive, "workers_total": ov.workers_total,
@@ -245,6 +245,16 @@ and in the <code>tenure</code> CLI.</p></noscript>
             **(ov.kinds.as_dict() if ov.kinds is not None else {}),
             "actions": self.actions_allowed(request),
         })
+
+    def _windows(self, q: Any) -> list[dict[str, Any]]:
+        """A rate-limited queue's current windows (its own, then up to 5 groups): how many starts
+        count against the next one, of how many, and when a closed one opens (docs/queues.md)."""
+        if q.rate_limit is None and q.group_rate_limit is None:
+            return []
+        try:
+            return [dataclasses.asdict(w) for w in self.store.queues.windows(q.name, limit=5)]
+        except Exception:  # noqa: BLE001 - a queue deleted since the overview: nothing to show
+            return []
 
     def api_jobs(self, request: Request) -> Response:
         q = request.query_params

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import kinds as _kinds
 from ..maintenance import DEFAULT_WORKER_DEAD_AFTER_MS
+from ..rate_window import format_rate
 from ..records import STATES
 
 if TYPE_CHECKING:
@@ -58,6 +59,12 @@ class QueueSummary:
     concurrency_limit: int | None = None
     group_limit: int | None = None
     dead_letter: str | None = None
+    #: Starts per period ("50/s"), for the queue and for each group key; the fairness mode.
+    rate_limit: str | None = None
+    group_rate_limit: str | None = None
+    fairness: str | None = None
+    #: Due jobs a closed rate window holds back now (the queue's, or their group's).
+    rate_deferred: int = 0
 
     @property
     def total(self) -> int:
@@ -164,10 +171,12 @@ class Insights:
             per.setdefault(queue, dict.fromkeys(STATES, 0))[state] = int(n)
         out = []
         seen = set()
-        for name, paused, policy, conc, glimit, dlq, _c, _u in registry:
+        for name, paused, policy, conc, glimit, dlq, _c, _u, rate, rate_ms, grate, grate_ms, fair in registry:
             seen.add(name)
             out.append(QueueSummary(name, bool(paused), per.get(name, dict.fromkeys(STATES, 0)),
-                                    policy or "standard", conc, glimit, dlq))
+                                    policy or "standard", conc, glimit, dlq,
+                                    None if rate is None else format_rate(rate, rate_ms),
+                                    None if grate is None else format_rate(grate, grate_ms), fair))
         for name in sorted(set(per) - seen):
             out.append(QueueSummary(name, False, per[name]))
         out.sort(key=lambda q: q.name)
@@ -283,6 +292,7 @@ class Insights:
             now = store._now_or(s, store._now())
             registry = s.insight_queues()
             counts = s.insight_queue_counts()
+            deferred = dict(s.insight_rate_deferred(now)) if any(r[8] or r[10] for r in registry) else {}
         with store._session() as s:
             tp = self._throughput(s, now, WINDOW_MS, BUCKET_MS)
         with store._session() as s:
@@ -292,7 +302,8 @@ class Insights:
         live = [_kinds.LiveWorker(_kinds.parse_names(w.queues), _kinds.parse_names(w.kinds))
                 for w in workers if w.alive]
         report = _kinds.classify(queued, live, [r[5] for r in registry if r[5] is not None], now)
-        queues = self._summaries(registry, counts)
+        queues = [dataclasses.replace(q, rate_deferred=deferred[q.name]) if q.name in deferred else q
+                  for q in self._summaries(registry, counts)]
         totals = dict.fromkeys(STATES, 0)
         for q in queues:
             for state, n in q.counts.items():

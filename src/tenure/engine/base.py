@@ -578,7 +578,13 @@ class Session(abc.ABC):
     @abc.abstractmethod
     def insight_queues(self) -> list[tuple]:
         """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at,
-        updated_at)`` per registered queue, by name."""
+        updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness)``
+        per registered queue, by name."""
+
+    @abc.abstractmethod
+    def insight_rate_deferred(self, now: int) -> list[tuple[str, int]]:
+        """``(queue, jobs)``: due jobs (pending or failed, ``run_at <= now``) that a closed rate
+        window holds back at ``now`` (the queue's, or their group's), per rate-limited queue."""
 
     @abc.abstractmethod
     def insight_settled_buckets(self, since: int, until: int, bucket_ms: int) -> list[tuple[int, str, int]]:

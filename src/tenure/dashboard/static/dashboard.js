@@ -259,16 +259,33 @@
               var n = q.counts[st] || 0;
               return el("td", { "class": "num" }, n ? el("a", { href: url("/jobs", { queue: q.name, state: st }), text: n }) : "0");
             }),
-            el("td", { text: q.concurrency_limit === null ? "" : q.concurrency_limit }),
+            el("td", { "class": "limits", text: limitsText(q) }),
             el("td", { text: q.dead_letter || "" }),
             el("td", {}, queueActions(q, !!dlqs[q.name])));
         });
         replace(queues, rows.length ? el("table", { id: "queue-table" },
           el("thead", {}, el("tr", {}, el("th", { text: "queue" }), STATES.map(function (st) { return el("th", { text: st }); }),
-            el("th", { text: "limit" }), el("th", { text: "dead letter" }), el("th", { text: "" }))),
+            el("th", { text: "limits" }), el("th", { text: "dead letter" }), el("th", { text: "" }))),
           el("tbody", {}, rows)) : el("p", { "class": "muted", text: "No queues yet: enqueue a job." }));
       });
     };
+  }
+
+  // A queue's limits and, for a rate limit, its current window (docs/queues.md, "Rate limits").
+  function limitsText(q) {
+    var parts = [];
+    if (q.concurrency_limit !== null) parts.push(q.concurrency_limit + " at once");
+    if (q.group_limit !== null) parts.push(q.group_limit + " at once per group");
+    (q.windows || []).forEach(function (w) {
+      if (w.limit === null) return;
+      var opens = w.blocked_until ? ", opens " + new Date(w.blocked_until).toISOString().slice(11, 23) : "";
+      parts.push((w.group_key === null ? "window" : "group " + w.group_key) + ": " + w.in_window + " of " + w.limit + opens);
+    });
+    if (q.group_rate_limit) parts.unshift("rate " + q.group_rate_limit + " per group");
+    if (q.rate_limit) parts.unshift("rate " + q.rate_limit);
+    if (q.fairness) parts.push(q.fairness.replace("_", " "));
+    if (q.policy && q.policy !== "standard") parts.push(q.policy);
+    return parts.join("; ");
   }
 
   // -- jobs list ----------------------------------------------------------------------------------

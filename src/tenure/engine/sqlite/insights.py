@@ -15,8 +15,19 @@ from ..base import QueuedKindRow
 QUEUE_STATE_COUNTS = "SELECT queue, state, count(*) FROM tenure_jobs GROUP BY queue, state"
 
 #: The queue registry as the dashboard shows it.
+# Due jobs a closed rate window holds back (issue 25): /metrics' tenure_jobs_rate_deferred.
+RATE_DEFERRED = """
+SELECT j.queue, count(*) FROM tenure_jobs j
+WHERE j.state IN ('pending', 'failed') AND j.run_at <= :now
+  AND j.queue IN (SELECT name FROM tenure_queues WHERE rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL)
+  AND EXISTS (SELECT 1 FROM tenure_rate_windows w WHERE w.queue = j.queue AND w.blocked_until > :now
+              AND (w.scope = 0 OR (w.scope = 1 AND w.group_key = j.group_key)))
+GROUP BY j.queue ORDER BY j.queue
+"""
+
 QUEUES = """
-SELECT name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at, updated_at
+SELECT name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at, updated_at,
+  rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness
 FROM tenure_queues ORDER BY name
 """
 
@@ -64,8 +75,12 @@ class SQLiteInsightsMixin:
 
     def insight_queues(self) -> list[tuple]:
         """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at,
-        updated_at)`` per registered queue, by name."""
+        updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness)``
+        per registered queue, by name."""
         return self._conn.execute(QUEUES).fetchall()
+
+    def insight_rate_deferred(self, now: int) -> list[tuple[str, int]]:
+        return [(r[0], int(r[1])) for r in self._conn.execute(RATE_DEFERRED, {"now": now}).fetchall()]
 
     def insight_settled_buckets(self, since: int, until: int, bucket_ms: int) -> list[tuple[int, str, int]]:
         """``(bucket index, state, count)`` of jobs whose latest settlement (done, dead, cancelled,

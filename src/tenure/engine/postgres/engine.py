@@ -268,12 +268,14 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         for name, conc, group_limit, _serial, rate, rate_ms, grate, grate_ms, fairness in limits:
             if len(rows) >= limit:
                 break
-            conn.execute(Q.LOCK_QUEUE, {"name": name})
             lim = QueueLimits(name, conc, group_limit, None if rate is None else Rate(rate, rate_ms),
                               None if grate is None else Rate(grate, grate_ms), fairness)
             at = now
             if at is None and (rate is not None or grate is not None or fairness is not None):
-                at = conn.execute(Q.NOW_MS).fetchone()[0]  # the window arithmetic needs one instant
+                # The window arithmetic needs one instant: the database's, read under the lock.
+                at = conn.execute(Q.LOCK_QUEUE_NOW, {"name": name}).fetchone()[0]
+            else:
+                conn.execute(Q.LOCK_QUEUE, {"name": name})
             claimer = _LimitedPostgres(conn, kinds, owner, lease_ms, at, instance, copies, spent)
             got = claim_queue(claimer, lim, at if at is not None else 0, limit - len(rows),
                               revive=revive and not rows)

@@ -206,6 +206,11 @@ WHERE g.k IS NOT NULL AND coalesce(w.blocked_until, 0) <= %(now)s::bigint
 ORDER BY coalesce(w.turn, 0), g.k"""
 # Held to the end of the claim's transaction; every claimer of the queue takes it, in name order.
 LOCK_QUEUE = "SELECT pg_advisory_xact_lock(hashtext('tenure.queue.' || %(name)s::text))"
+# The same lock, then the database's clock, read only once the lock is held (a rate-limited
+# claim decides at that one instant): one round trip instead of two.
+LOCK_QUEUE_NOW = """
+WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext('tenure.queue.' || %(name)s::text)) AS l)
+SELECT tenure_now_ms() FROM locked"""
 LEASED_IN_QUEUE = f"""
 WITH {CLOCK}
 SELECT count(*) FROM tenure_jobs

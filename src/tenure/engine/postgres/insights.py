@@ -16,7 +16,7 @@ QUEUE_STATE_COUNTS = "SELECT queue, state, count(*) FROM tenure_jobs GROUP BY qu
 # Due jobs a closed rate window holds back (issue 25): /metrics' tenure_jobs_rate_deferred.
 RATE_DEFERRED = """
 SELECT j.queue, count(*) FROM tenure_jobs j
-WHERE j.state IN ('pending', 'failed') AND j.run_at <= %(now)s::bigint
+WHERE j.state IN ('pending', 'failed') AND j.waiting_on = 0 AND j.run_at <= %(now)s::bigint
   AND j.queue IN (SELECT name FROM tenure_queues WHERE rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL)
   AND EXISTS (SELECT 1 FROM tenure_rate_windows w WHERE w.queue = j.queue AND w.blocked_until > %(now)s::bigint
               AND (w.scope = 0 OR (w.scope = 1 AND w.group_key = j.group_key)))

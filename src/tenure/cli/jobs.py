@@ -34,6 +34,12 @@ def _job_dict(job: Any) -> dict[str, Any]:
     return dataclasses.asdict(job)
 
 
+def _edge(d: Any, other: str) -> dict[str, Any]:
+    """One dependency edge for ``jobs show --json``: the job at the other end, its state, the edge."""
+    return {"id": other, "kind": d.job.kind if d.job else None, "state": d.job.state if d.job else None,
+            "position": d.position, "met": d.met, "on_parent_failure": d.on_parent_failure}
+
+
 @jobs.command("list")
 @url_option
 @click.option("--state", type=click.Choice(STATES), default=None)
@@ -75,12 +81,15 @@ def jobs_show(job_id: str, url: str | None, as_json: bool) -> None:
     store = open_store(url)
     try:
         job = store.jobs.get(job_id)
+        parents = store.jobs.dependencies(job_id) if job is not None else []
+        dependents = store.jobs.dependents(job_id) if job is not None else []
     finally:
         _close(store)
     if job is None:
         _fail(f"no job {job_id!r}")
     if as_json:
-        emit_json(_job_dict(job))
+        emit_json({**_job_dict(job), "dependencies": [_edge(d, d.parent_id) for d in parents],
+                   "dependents": [_edge(d, d.job_id) for d in dependents]})
         return
     fields = [("id", job.id), ("kind", job.kind), ("queue", job.queue), ("state", job.state),
               ("priority", job.priority), ("attempts", f"{job.attempts} of {job.max_attempts}"),
@@ -96,7 +105,15 @@ def jobs_show(job_id: str, url: str | None, as_json: bool) -> None:
               ("progress", "" if job.progress is None else
                f"{job.progress.fraction * 100:.0f}% (attempt {job.progress.attempt}, {fmt_ms(job.progress.at)})"
                + (f": {job.progress.note}" if job.progress.note else ""))]
+    if parents or job.waiting_on:
+        fields.append(("waiting on", f"{job.waiting_on} parent(s)"))
     print_table(["field", "value"], fields)
+    for title, edges, other in (("parents (depends_on)", parents, "parent_id"), ("dependents", dependents, "job_id")):
+        if edges:
+            click.echo(f"{title}:")
+            print_table(["id", "kind", "state", "met", "on parent failure"],
+                        [(getattr(d, other), d.job.kind if d.job else "(deleted)", d.job.state if d.job else "",
+                          "yes" if d.met else "no", d.on_parent_failure) for d in edges])
     click.echo("payload:")
     click.echo(json.dumps(job.payload, indent=2, ensure_ascii=False, default=_jsonable))
     if job.result is not None:

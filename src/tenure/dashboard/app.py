@@ -65,6 +65,8 @@ DEFAULT_POLL_MS = 2000
 MAX_PAGE = 500
 #: Longest last_error shown in a list row (the job page shows all of it).
 LIST_ERROR_CHARS = 300
+#: A job page lists at most this many steps of its composition.
+COMPOSITION_STEPS = 500
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -296,9 +298,21 @@ and in the <code>tenure</code> CLI.</p></noscript>
         timeline.sort(key=lambda t: t["at"])
         data["timeline"] = timeline
         data["attempt_rows"] = attempt_rows(job)
+        data["composition"] = self._composition(job_id)
         data["now"] = self.insights.now_ms()
         data["actions"] = self.actions_allowed(request)
         return _json(data)
+
+    def _composition(self, job_id: str) -> list[dict[str, Any]]:
+        """The job's composition (docs/composition.md), parents first, each step with its state
+        and its parents' ids; [] for a job without dependencies (the common case: two reads)."""
+        jobs = self.store.jobs
+        if not jobs.dependencies(job_id) and not jobs.dependents(job_id):
+            return []
+        steps = jobs.composition(job_id)[:COMPOSITION_STEPS]
+        return [{"id": j.id, "kind": j.kind, "state": j.state, "waiting_on": j.waiting_on,
+                 "parents": [d.parent_id for d in jobs.dependencies(j.id)],
+                 "last_error": None if j.last_error is None else j.last_error[:LIST_ERROR_CHARS]} for j in steps]
 
     def api_run(self, request: Request) -> Response:
         job_id = request.path_params["job_id"]
@@ -349,6 +363,20 @@ and in the <code>tenure</code> CLI.</p></noscript>
         return self._act(request, lambda: self.store.jobs.requeue(job_id),
                          lambda changed: {"changed": changed, "message": f"requeued {job_id}" if changed
                                           else f"{job_id} was already pending"})
+
+    def act_composition(self, request: Request) -> Response:
+        """POST /api/jobs/{id}/composition/{cancel|requeue}: the whole composition of the job,
+        through ``store.jobs.cancel_composition`` / ``requeue_composition``."""
+        job_id, verb = request.path_params["job_id"], request.path_params["verb"]
+        if verb == "cancel":
+            return self._act(request, lambda: self.store.jobs.cancel_composition(job_id),
+                             lambda n: {"changed": bool(n["cancelled"] or n["requested"]), **n,
+                                        "message": f"cancelled {n['cancelled']} step(s), asked the workers of "
+                                                   f"{n['requested']} running step(s) to stop"})
+        if verb == "requeue":
+            return self._act(request, lambda: self.store.jobs.requeue_composition(job_id),
+                             lambda n: {"changed": bool(n), "requeued": n, "message": f"requeued {n} step(s)"})
+        return _error(404, "not_found", f"no composition action {verb!r}; cancel or requeue")
 
     def act_bulk(self, request: Request) -> Response:
         """POST /api/jobs/bulk/{cancel|requeue|delete}?state=&kind=&queue=&tag=[&dry_run=1]: the
@@ -532,6 +560,7 @@ def create_app(store: Store, *, auth_token: str | None = None, username: str | N
         Route("/api/overview", dash.api_overview),
         Route("/api/jobs", dash.api_jobs),
         Route("/api/jobs/bulk/{operation}", dash.act_bulk, methods=["POST"]),
+        Route("/api/jobs/{job_id:path}/composition/{verb}", dash.act_composition, methods=["POST"]),
         Route("/api/jobs/{job_id:path}/cancel", dash.act_cancel, methods=["POST"]),
         Route("/api/jobs/{job_id:path}/requeue", dash.act_requeue, methods=["POST"]),
         Route("/api/jobs/{job_id:path}", dash.api_job),

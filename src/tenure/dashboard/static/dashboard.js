@@ -440,7 +440,8 @@
           el("h2", { text: "Timeline" }),
           el("ul", { "class": "timeline" }, j.timeline.map(function (t) {
             return el("li", {}, el("span", { "class": "when", text: fmtTime(t.at) }), t.what);
-          })));
+          })),
+          composition(j));
         var right = el("div", {},
           el("h2", { text: "Payload" }), el("pre", { id: "payload", text: pretty(j.payload) }),
           j.last_error ? [el("h2", { text: "Last error" }), el("pre", { "class": "error", id: "last-error", text: j.last_error })] : "",
@@ -448,6 +449,38 @@
         replace(body, acts, el("div", { "class": "grid2" }, left, right));
       });
     };
+  }
+
+  // The job's composition (depends_on, chains, groups, chords): every step, parents first, with its
+  // state and what it waits for; buttons act on the whole of it (docs/composition.md).
+  function composition(j) {
+    var steps = j.composition || [];
+    if (!steps.length) { return ""; }
+    var index = {};
+    steps.forEach(function (s, i) { index[s.id] = i + 1; });
+    var counts = {};
+    steps.forEach(function (s) { counts[s.state] = (counts[s.state] || 0) + 1; });
+    var acts = el("div", { "class": "actions", id: "composition-actions" });
+    if (CAN_ACT) {
+      add(acts, el("button", { "class": "danger", id: "cancel-composition", text: "Cancel composition",
+        onclick: function (e) { action("/api/jobs/" + encodeURIComponent(j.id) + "/composition/cancel", e.target); } }));
+      add(acts, el("button", { id: "requeue-composition", text: "Requeue composition",
+        onclick: function (e) { action("/api/jobs/" + encodeURIComponent(j.id) + "/composition/requeue", e.target); } }));
+    }
+    return [el("h2", { text: "Composition (" + steps.length + " steps: " +
+        Object.keys(counts).map(function (k) { return counts[k] + " " + k; }).join(", ") + ")" }),
+      acts,
+      el("table", { id: "composition" },
+        el("thead", {}, el("tr", {}, ["#", "step", "kind", "state", "after", "waiting on"].map(function (h) { return el("th", { text: h }); }))),
+        el("tbody", {}, steps.map(function (s) {
+          return el("tr", { "data-step": s.id, "class": s.id === j.id ? "current" : "" },
+            el("td", { "class": "num", text: index[s.id] }),
+            el("td", { "class": "mono" }, s.id === j.id ? el("b", { text: s.id }) : el("a", { href: jobHref(s.id), text: s.id })),
+            el("td", { text: s.kind }),
+            el("td", { title: s.last_error || "" }, badge(s.state)),
+            el("td", { text: s.parents.map(function (p) { return index[p] ? "#" + index[p] : p; }).join(", ") }),
+            el("td", { "class": "num", text: s.waiting_on ? String(s.waiting_on) : "" }));
+        })))];
   }
 
   // -- workflow run -----------------------------------------------------------------------------------

@@ -250,8 +250,9 @@ class TaskDecorator(Protocol):
 
 #: What ``App.run_worker`` and ``tenure worker`` give running handlers on a graceful stop (seconds).
 DEFAULT_GRACE = 30.0
-#: At most this long, a second signal waits to release the in-flight jobs before the exit.
-ABANDON_WAIT_S = 3.0
+#: At most this long, a second signal waits to release the in-flight jobs before the exit (a
+#: loaded 2-core machine took over 3 s: the dispatcher's join and a busy SQLite write lock).
+ABANDON_WAIT_S = 6.0
 
 
 def _fan_out(observers: list[Callable[[dict[str, Any]], Any]]) -> Callable[[dict[str, Any]], None]:
@@ -265,23 +266,39 @@ def _fan_out(observers: list[Callable[[dict[str, Any]], Any]]) -> Callable[[dict
     return fan_out
 
 
-def _abandon(worker: Any) -> None:
-    """Release a worker's in-flight jobs before an immediate exit, on a helper thread bounded by
-    :data:`ABANDON_WAIT_S` (the signal may have interrupted this thread inside a lock)."""
-    done = threading.Event()
+def _exit_now(worker: Any) -> threading.Event:
+    """A second signal: release ``worker``'s in-flight jobs, then end the process with status 130.
+
+    The release runs on a helper thread and this returns at once, so the signal handler that calls
+    it returns too: the handler runs on the main thread, which the signal may have interrupted
+    inside one of the worker's locks (a graceful stop holds them between its waits), and
+    :meth:`Worker.abandon` needs those locks. A timer ends the process anyway after
+    :data:`ABANDON_WAIT_S` (the jobs are then reclaimed after their lease). Answers an event set
+    once the exit is under way."""
+    exiting = threading.Event()
+
+    def give_up() -> None:
+        log.warning("tenure worker: could not release the in-flight jobs in time; they are reclaimed "
+                    "after their lease")
+        os._exit(130)
+
+    timer = threading.Timer(ABANDON_WAIT_S, give_up)
+    timer.daemon = True
+    timer.start()
 
     def run() -> None:
         try:
             released = worker.abandon()
             if released:
                 log.warning("tenure worker: released %d in-flight job(s): %s", len(released), ", ".join(released))
+        except BaseException:  # the exit below must happen whatever went wrong
+            log.exception("tenure worker: releasing the in-flight jobs failed")
         finally:
-            done.set()
+            exiting.set()
+            os._exit(130)
 
     threading.Thread(target=run, name="tenure-abandon", daemon=True).start()
-    if not done.wait(ABANDON_WAIT_S):
-        log.warning("tenure worker: could not release the in-flight jobs in time; they are reclaimed "
-                    "after their lease")
+    return exiting
 
 
 class App:
@@ -530,9 +547,11 @@ class App:
         def on_signal(signum: int, _frame: Any) -> None:
             signals[0] += 1
             if signals[0] >= 2:
+                if signals[0] > 2:  # a third: the release is taking too long for the operator
+                    os._exit(130)
                 log.warning("tenure worker: second signal, stopping now (releasing in-flight jobs)")
-                _abandon(worker)
-                os._exit(130)
+                _exit_now(worker)
+                return
             log.info("tenure worker: %s received, stopping gracefully (again to stop now)",
                      signal.Signals(signum).name)
             stop.set()
@@ -572,5 +591,8 @@ class App:
             return (stats["completions"] + stats["failures"] + stats["lost_settlements"]
                     + stats["cancellations"])
         finally:
+            if signals[0] >= 2:  # the immediate exit is under way on its own thread: never return 0
+                threading.Event().wait(ABANDON_WAIT_S + 1.0)
+                os._exit(130)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -114,6 +115,10 @@ _SPEC_KEYS = frozenset({"kind", "payload", "id", "run_at", "delay", "max_attempt
                         "timeout", "singleton_key", "singleton_for", "group_key", "tags", "meta"})
 _loads = json.loads
 log = logging.getLogger("tenure.jobs")
+
+#: Pauses before each repeat of an enqueue whose connection broke under it (same ids; a repeat of
+#: one that did commit changes nothing). Never inside the caller's transaction.
+ENQUEUE_RETRY_PAUSES_S = (0.05, 0.25)
 
 
 def _decoded(r: JobRow) -> Job:
@@ -517,17 +522,22 @@ class _JobsBase:
                 if err is exc:
                     raise
                 raise err from exc
-        try:
-            with self._session() as s:
-                ids = store.queues.insert(s, jobs, now)
-        except StoreUnavailable as exc:
-            if not self._retriable(exc):
-                raise
-            # The connection broke under the insert: it may or may not have committed. The ids
-            # were minted before it, so a repeat changes nothing if it did (an existing id answers
-            # itself); once, on a fresh connection (docs/guarantees.md, "Liveness").
-            with self._session() as s:
-                ids = store.queues.insert(s, jobs, now)
+        # The connection may break under the insert: it may or may not have committed. The ids
+        # were minted before it, so a repeat changes nothing if it did (an existing id answers
+        # itself); at most ENQUEUE_RETRIES more times, each on a fresh connection after a short
+        # pause (docs/guarantees.md, "Liveness"). One retry was not enough on a loaded machine
+        # whose connections were being terminated five times a second.
+        for retry, pause in enumerate((*ENQUEUE_RETRY_PAUSES_S, None)):
+            try:
+                with self._session() as s:
+                    ids = store.queues.insert(s, jobs, now)
+                break
+            except StoreUnavailable as exc:
+                if pause is None or not self._retriable(exc):
+                    raise
+                log.info("enqueue: connection lost (%s); retry %d of %d with the same ids",
+                         exc, retry + 1, len(ENQUEUE_RETRY_PAUSES_S))
+                time.sleep(pause)
         self._after_enqueue()
         return ids
 
@@ -560,7 +570,7 @@ class _JobsBase:
         return self._store._transaction_session()
 
     def _retriable(self, exc: StoreUnavailable) -> bool:
-        """A root enqueue retries once when the connection was lost mid-call (never inside the
+        """A root enqueue retries when the connection was lost mid-call (never inside the
         caller's transaction, where a repeat is not ours to make)."""
         return False
 

@@ -108,6 +108,7 @@ class TcpProxy:
         self.target = (host, port)
         self.silenced = False
         self._marker: bytes | None = None
+        self._marker_left = 0
         self.answers_lost = 0
         self._links: set[_Link] = set()
         self._lock = threading.Lock()
@@ -189,15 +190,19 @@ class TcpProxy:
             if link.silenced:
                 link.close()
 
-    def lose_answer_containing(self, marker: bytes) -> None:
-        """Arm: the next server answer that contains ``marker`` is lost (see the module docstring)."""
+    def lose_answer_containing(self, marker: bytes, times: int = 1) -> None:
+        """Arm: the next ``times`` server answers that contain ``marker`` are lost (see the module
+        docstring)."""
         with self._lock:
             self._marker = marker
+            self._marker_left = times
 
     def _take_marker(self, data: bytes) -> bool:
         with self._lock:
             if self._marker is None or self._marker not in data:
                 return False
-            self._marker = None
+            self._marker_left -= 1
+            if self._marker_left <= 0:
+                self._marker = None
             self.answers_lost += 1
             return True

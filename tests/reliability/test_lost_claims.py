@@ -116,6 +116,28 @@ def test_an_enqueue_whose_connection_broke_is_retried_once_with_the_same_id(pg):
             remote.close()
 
 
+def test_an_enqueue_whose_connection_broke_twice_is_retried_again_and_a_third_loss_reaches_the_caller(pg):
+    """An enqueue is repeated up to twice (docs/guarantees.md, "Liveness"): two lost answers in a
+    row still end in one job and no error; three reach the caller as a retriable TN0005, and the
+    job exists once all the same (each repeat of a committed insert answers the existing id)."""
+    with TcpProxy.for_url(PG_URL) as proxy:
+        remote = tenure.connect(proxy.url(PG_URL))
+        try:
+            remote.jobs.counts()
+            proxy.lose_answer_containing(b"enq-twice-1", times=2)
+            assert remote.jobs.enqueue("k", {"x": 1}, id="enq-twice-1") == "enq-twice-1"
+            assert proxy.answers_lost == 2
+            proxy.lose_answer_containing(b"enq-thrice-1", times=3)
+            with pytest.raises(tenure.errors.StoreUnavailable):
+                remote.jobs.enqueue("k", {"x": 1}, id="enq-thrice-1")
+            assert proxy.answers_lost == 5
+            assert pg.jobs.get("enq-twice-1").state == "pending"
+            assert pg.jobs.get("enq-thrice-1").state == "pending"
+            assert pg.jobs.counts()["pending"] == 2
+        finally:
+            remote.close()
+
+
 def _terminate_backends(stop: threading.Event, killed: list[int]) -> None:
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         while not stop.is_set():

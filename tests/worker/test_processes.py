@@ -139,10 +139,14 @@ def test_run_worker_second_signal_exits_at_once(app, workers, tmp_path):
     proc.send_signal(signal.SIGTERM)
     # "At once" means well before the 30 s stop grace; a loaded 2-core machine took 3 s to let the
     # process release the job and exit, so the bound is a third of the grace, not 2 s.
-    assert proc.wait(10) == 130
+    try:
+        status = proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("no exit 10 s after the second signal:\n" + Path(proc.log_path).read_text())
+    assert status == 130, Path(proc.log_path).read_text()
     assert time.monotonic() - t0 < 10
     job = busy.get()
-    assert (job.state, job.attempts, job.max_attempts) == ("pending", 1, 6)
+    assert (job.state, job.attempts, job.max_attempts) == ("pending", 1, 6), Path(proc.log_path).read_text()
     assert [r[3] for r in _ledger(ledger)] == ["start"]
 
 

@@ -1153,7 +1153,7 @@ class PostgresEngine(Engine):
         if state.startswith("08") or state.startswith("57P") or state == "53300" or \
                 isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
             # ``retriable``: the connection broke (or never opened); a call whose repeat is
-            # harmless (an enqueue with its minted ids) may retry once on a fresh connection.
+            # harmless (an enqueue with its minted ids) may retry on a fresh connection.
             self._suspect()
             return StoreUnavailable(f"lost or could not reach {where}: {detail}", retriable=True)
         return StorageError(f"PostgreSQL error on {where} (SQLSTATE {state or 'none'}): {detail}")

@@ -13,6 +13,8 @@ TARGETS: dict[str, list[tuple[str, str, str, float]]] = {
         ("latency_cross_p50", "enqueue->start p50, other process (ms)", "<", 3.0),
         ("claim_depth_ratio", "claim cost, deepest / shallowest queue", "<=", 1.5),
         ("rss_mb", "worker RSS at concurrency 32 (MB)", "<=", 80.0),
+        ("light_vs_saturated", "CPU per job at a light pace / flat out (2 worker processes)", "<=", 1.5),
+        ("churn_ratio", "drain after serving the churn history / on a fresh table", ">=", 0.8),
     ],
     "postgres": [
         ("drain_processes", "2 worker processes drain (jobs/s)", ">=", 10_000.0),
@@ -21,6 +23,8 @@ TARGETS: dict[str, list[tuple[str, str, str, float]]] = {
         ("claim_depth_ratio_analyzed", "claim cost, deepest / shallowest queue (after ANALYZE)", "<=", 1.5),
         ("claim_worst_best", "claim cost, worst / best over depths, with and without statistics", "<=", 1.5),
         ("rss_mb", "worker RSS at concurrency 32 (MB)", "<=", 80.0),
+        ("light_vs_saturated", "CPU per job at a light pace / flat out (2 worker processes)", "<=", 1.5),
+        ("churn_ratio", "drain after serving the churn history / on a fresh table", ">=", 0.8),
     ],
 }
 
@@ -73,10 +77,18 @@ def targets(engine: str, res: dict[str, Any], rat: dict[str, Any]) -> list[dict[
         "claim_depth_ratio": _get(res, "claim_depth", "claim_ratio"),
         "claim_depth_ratio_analyzed": _get(res, "claim_depth", "analyzed_claim_ratio"),
         "rss_mb": _get(res, "rss", "rss_mb"),
+        "light_vs_saturated": _get(res, "light_load", "light_vs_saturated_cpu"),
+        "churn_ratio": _get(res, "churn", "churned_vs_fresh"),
     }
     depths = [r["depth"] for r in _get(res, "claim_depth", "by_depth") or []]
     out = []
     for key, label, op, limit in TARGETS.get(engine, []):
+        if key == "churn_ratio" and "churn" in res:
+            fresh_state = _get(res, "churn", "churned", "state_before_drain", "autovacuum")
+            if fresh_state == "off":
+                limit = 0.5  # issue 26: >= 0.8 with autovacuum at its defaults, >= 0.5 with it off
+            label = (f"drain after serving {res['churn']['history_jobs']:,} jobs / fresh table"
+                     + (f" (autovacuum {fresh_state})" if fresh_state else ""))
         if key in ("claim_depth_ratio", "claim_depth_ratio_analyzed") and depths:
             label = f"claim cost at {depths[-1]:,} / at {depths[0]:,} pending" + (
                 " (after ANALYZE)" if key.endswith("analyzed") else "")
@@ -168,6 +180,33 @@ def table_rows(engine: str, res: dict[str, Any], rat: dict[str, Any]) -> list[Ro
                 b = 1 if kind == "unbatched" else f["batch"]
                 vs = "1.00" if layer == "sql" else _fmt(rat.get(f"{layer}_{kind}_vs_floor_{kind}"))
                 rows.append(("6 floor", f"{label}, batch {b}", _fmt(r["jobs_per_s"], " jobs/s"), cpu(r), vs, ok(r)))
+    if "light_load" in res:
+        ll = res["light_load"]
+        for phase in ("light", "saturated"):
+            r = ll.get(phase) or {}
+            pace = f"{r.get('offered_rate'):g} jobs/s offered" if r.get("offered_rate") else "flat out"
+            parts = [f"enqueuer {_fmt(r.get('enqueuer_cpu_us_per_job'))}",
+                     f"workers {_fmt(r.get('workers_cpu_us_per_job'))}"]
+            if "server_cpu_us_per_job" in r:
+                parts.append(f"server {_fmt(r.get('server_cpu_us_per_job'))}")
+            if r.get("commits_per_job") is not None:
+                parts.append(f"{_fmt(r['commits_per_job'])} commits/job")
+            rows.append(("8 light load", f"{ll['processes']} workers, {pace}: {', '.join(parts)}",
+                         _fmt(r.get("jobs_per_s"), " jobs/s"), _fmt(r.get("cpu_us_per_job")), "", ok(ll)))
+        rows.append(("8 light load", "CPU per job, light / saturated", _fmt(ll.get("light_vs_saturated_cpu")), "",
+                     "", ok(ll)))
+    if "churn" in res:
+        ch = res["churn"]
+        for label in ("fresh", "churned"):
+            r = ch[label]
+            st = r.get("state_before_drain") or {}
+            what = "fresh table" if label == "fresh" else f"after serving {ch['history_jobs']:,} jobs"
+            if st:
+                what += (f" ({st.get('live_tuples'):,} live / {st.get('dead_tuples'):,} dead tuples, "
+                         f"{_fmt(st.get('table_mb'))} MB, autovacuum {st.get('autovacuum')})")
+            rows.append(("9 churn", f"drain {ch['jobs']:,}, {what}", _fmt(r["jobs_per_s"], " jobs/s"), cpu(r), "",
+                         ok(r)))
+        rows.append(("9 churn", "ratio churned / fresh", _fmt(ch.get("churned_vs_fresh")), "", "", ok(ch)))
     if "rss" in res:
         r = res["rss"]
         rows.append(("7 memory", f"worker RSS, concurrency {r['concurrency']} (peak)",

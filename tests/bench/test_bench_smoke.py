@@ -28,7 +28,7 @@ def test_quick_sqlite_run_reports_every_scenario_verified(tmp_path: Path) -> Non
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--engine", "sqlite", "--plain", "--json", str(out),
          "--workdir", str(tmp_path / "db")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=110)
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads(out.read_text())
 
@@ -61,6 +61,14 @@ def test_quick_sqlite_run_reports_every_scenario_verified(tmp_path: Path) -> Non
         assert floor[key]["jobs_per_s"] > 0, key
     assert sqlite["ratios"]["drain_best_vs_floor_unbatched"] > 0
     assert sqlite["scenarios"]["rss"]["rss_mb"] > 0
+    light = sqlite["scenarios"]["light_load"]
+    for phase in ("light", "saturated"):
+        assert light[phase]["jobs"] > 0 and light[phase]["cpu_us_per_job"] > 0, phase
+    assert light["verified"]["checks"]["rows_per_state"] == {"done": light["light"]["jobs"] + light["saturated"]["jobs"]}
+    assert light["light_vs_saturated_cpu"] > 0
+    churn = sqlite["scenarios"]["churn"]
+    assert churn["churned"]["verified"]["checks"]["rows_per_state"] == {"done": churn["history_jobs"] + churn["jobs"]}
+    assert churn["churned_vs_fresh"] > 0
     assert report["machine"]["cores"] >= 1 and report["machine"]["python"]
     assert "floor" in proc.stdout and "exactly-once verification: passed" in proc.stdout
 

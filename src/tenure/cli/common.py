@@ -188,6 +188,10 @@ def _rich_console(err: bool = False):
     return Console(file=stream)
 
 
+#: Columns shown whole by the rich table, however narrow the terminal (ids people copy).
+WHOLE_COLUMNS = frozenset({"id", "job id", "run id", "origin", "origin id", "worker", "owner"})
+
+
 def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None,
                  console: Any = None) -> str:
     """The rows as a table: a rich table on ``console`` (returns ''), else plain aligned text."""
@@ -197,8 +201,12 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, title
         from rich.table import Table
 
         table = Table(title=title, header_style="bold", show_lines=False, box=box.SIMPLE_HEAD, pad_edge=False)
-        for h in headers:
-            table.add_column(h, overflow="fold")
+        for i, h in enumerate(headers):
+            if h.lower() in WHOLE_COLUMNS:  # an id is copied whole: never folded, never cut
+                width = max([len(h), *(len(r[i]) for r in rows if i < len(r))])
+                table.add_column(h, no_wrap=True, overflow="ignore", min_width=width)
+            else:
+                table.add_column(h, overflow="fold")
         for r in rows:
             table.add_row(*r)
         console.print(table)

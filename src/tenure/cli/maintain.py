@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
 
 import click
 
+from ..errors import TenureError
 from .common import (
     _close,
     _fail,
@@ -46,10 +52,14 @@ def sweep(url: str | None, older_than: str, limit: int | None, as_json: bool) ->
 
 @main.command()
 @url_option
-@click.option("--once", is_flag=True, required=True, help="Run one maintenance pass and exit.")
+@click.option("--once", is_flag=True, help="Run one maintenance pass, print what it did and exit.")
+@click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(min=0.05),
+              help="Without --once: seconds between passes (schedules fire on time at 1 s).")
 @json_option
-def maintain(url: str | None, once: bool, as_json: bool) -> None:
-    """Run one maintenance pass by hand (schedules, expiry, retention); workers run it in the background."""
+def maintain(url: str | None, once: bool, interval: float, as_json: bool) -> None:
+    """Run tenure's maintenance (fire due schedules, expire, delete settled jobs, reap dead
+    workers): with --once one pass, printed; without it a pass every --interval seconds until
+    SIGINT/SIGTERM, then the totals — for a deployment whose workers run with maintenance off."""
     try:
         from ..maintenance import Maintainer
     except ImportError:
@@ -57,7 +67,7 @@ def maintain(url: str | None, once: bool, as_json: bool) -> None:
     store = open_store(url)
     try:
         run_once = _need(Maintainer(store), "run_once", "maintenance pass (Maintainer.run_once)")
-        result = run_once()
+        result = run_once() if once else _run_until_signal(run_once, interval)
     finally:
         _close(store)
     data = _jsonable(result) if dataclasses.is_dataclass(result) else result
@@ -68,3 +78,27 @@ def maintain(url: str | None, once: bool, as_json: bool) -> None:
         print_table(["duty", "count"], sorted(data.items()))
     else:
         click.echo("maintenance pass done")
+
+
+def _run_until_signal(run_once: Callable[..., dict[str, int]], interval: float) -> dict[str, int]:
+    """Passes every ``interval`` seconds until SIGINT/SIGTERM; answers the totals per duty (with
+    ``passes``). A pass that fails is logged and the next one runs (the store may come back)."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    log = logging.getLogger("tenure.maintenance")
+    log.info("tenure maintain: a pass every %.2f s until SIGINT/SIGTERM", interval)
+    totals: dict[str, int] = {"passes": 0}
+    while not stop.is_set():
+        try:
+            for duty, count in run_once(drain=False).items():
+                totals[duty] = totals.get(duty, 0) + count
+            totals["passes"] += 1
+        except TenureError as exc:
+            log.warning("tenure maintain: pass failed: %s", exc)
+        stop.wait(interval)
+    return totals

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -40,16 +41,23 @@ def migrate(url: str | None, check: bool, as_json: bool) -> None:
     _remember_secret(url)
     latest = load_migrations(f"tenure.engine.{dialect_of(url)}")[-1].version
     target = read_only_url(url) if check else url
+
+    def pending(why: str) -> NoReturn:
+        if as_json:
+            emit_json({"store": redact_url(url), "version": 0 if why == "missing" else None, "latest": latest,
+                       "current": False})
+            sys.exit(EXIT_ERROR)
+        what = "does not exist yet" if why == "missing" else "is behind this tenure"
+        _fail(f"migrations pending: {redact_url(url)} {what} (schema {latest}); run tenure migrate")
+
+    if check and dialect_of(url) == "sqlite" and not _sqlite_file_exists(url):
+        pending("missing")  # a new file: opening it read-only would fail as unreadable
     try:
         store = open_store(target)
     except ReadOnlyStore:
         if not check:
             raise
-        msg = f"migrations pending: {redact_url(url)} is behind this tenure (schema {latest}); run tenure migrate"
-        if as_json:
-            emit_json({"store": redact_url(url), "latest": latest, "current": False})
-            sys.exit(EXIT_ERROR)
-        _fail(msg)
+        pending("behind")
     try:
         applied = Insights(store).schema_versions()
     finally:
@@ -62,3 +70,11 @@ def migrate(url: str | None, check: bool, as_json: bool) -> None:
     click.echo(f"{redact_url(url)}: schema version {version} (this tenure: {latest}) — "
                + ("up to date" if version == latest else "behind"))
     print_table(["version", "name", "applied (UTC)"], [(v, n, fmt_ms(a)) for v, n, a in applied])
+
+
+def _sqlite_file_exists(url: str) -> bool:
+    """Whether the SQLite store at ``url`` has its file (``:memory:`` counts as existing)."""
+    from ..engine.sqlite.engine import SQLiteEngine
+
+    path = SQLiteEngine(url).path
+    return path == ":memory:" or os.path.exists(path)

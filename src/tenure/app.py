@@ -57,7 +57,7 @@ _QUEUE_TASK_OPTIONS = {"rate_limit", "group_rate_limit"}
 _ENQUEUE_OPTIONS = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout", "singleton_key",
                     "singleton_for", "group_key", "conn", "retry_delay", "retry_backoff", "retry_delay_max",
                     "retention", "delete_after", "dead_letter", "debounce", "tags", "meta", "depends_on",
-                    "on_parent_failure"}
+                    "on_parent_failure", "singleton_next_slot"}
 
 
 @dataclass(frozen=True)

@@ -91,10 +91,15 @@ class RateWindowState:
 @dataclass(slots=True)
 class QueuedJob(NewJob):
     """A :class:`NewJob` carrying the enqueue options that are not columns of their own:
-    ``retention_ms`` (turned into ``keep_until`` at insert) and ``debounce_ms``."""
+    ``retention_ms`` (turned into ``keep_until`` at insert), ``debounce_ms`` and
+    ``singleton_next_slot``."""
 
     retention_ms: int | None = None
     debounce_ms: int | None = None
+    #: ``singleton_next_slot``: a job whose ``singleton_for`` bucket is taken goes to the next
+    #: bucket (its size in ms here), as pg-boss's ``singletonNextSlot``.
+    singleton_next_slot: bool = False
+    next_slot_ms: int | None = None
 
 
 _NEW_JOB_FIELDS = tuple(f.name for f in fields(NewJob))
@@ -171,6 +176,7 @@ JOB_OPTIONS: dict[str, tuple[str, Any]] = {
     "delete_after": ("delete_after_ms", lambda x: _seconds(x, "delete_after")),
     "dead_letter": ("dead_letter", lambda x: None if x is None else v.name(x, "dead_letter")),
     "debounce": ("debounce_ms", lambda x: _seconds(x, "debounce", positive=True)),
+    "singleton_next_slot": ("singleton_next_slot", lambda x: _flag(x, "singleton_next_slot")),
 }
 _QUEUE_ONLY = {"policy", "concurrency_limit", "group_limit", "rate_limit", "group_rate_limit", "fairness"}
 
@@ -408,6 +414,11 @@ class Queues:
                 setattr(job, column, value)
         if job.dead_letter is not None and job.dead_letter == job.queue:
             raise InvalidArgument(f"a job cannot dead-letter to its own queue {job.queue!r}")
+        if job.singleton_next_slot:
+            if not job.singleton_on:
+                raise InvalidArgument("singleton_next_slot moves a throttled job to the next singleton_for "
+                                      "bucket: give singleton_for too")
+            job.next_slot_ms = job.singleton_on  # the bucket's size (resolved to its start at insert)
         if job.debounce_ms:
             if job.run_at is not None or job.delay_ms:
                 raise InvalidArgument("debounce sets the run time itself (now + debounce): give no run_at or delay")
@@ -494,12 +505,34 @@ class Queues:
         answers: dict[int, str | None] = {}
         if plain:
             for j, (jid, inserted) in zip(plain, session.job_insert(plain, now), strict=True):
-                answers[id(j)] = jid if inserted or j.singleton_key is None else self._duplicate(session, j, now)
+                if inserted or j.singleton_key is None:
+                    answers[id(j)] = jid
+                elif getattr(j, "next_slot_ms", None):
+                    answers[id(j)] = self._next_slot(session, j, now)
+                else:
+                    answers[id(j)] = self._duplicate(session, j, now)
         for j in jobs:
             debounce_ms = getattr(j, "debounce_ms", None)  # a QueuedJob's (apply_job_options)
             if debounce_ms:
                 answers[id(j)] = self._debounce(session, j, debounce_ms, now)
         return [answers[id(j)] for j in jobs]
+
+    def _next_slot(self, session: Session, j: NewJob, now: int | None) -> str | None:
+        """A ``singleton_next_slot`` job whose bucket was taken: inserted in the NEXT bucket, due
+        no sooner than that bucket's start (pg-boss's ``singletonNextSlot``). If that bucket is
+        taken too, the answer is the job holding it (as for any duplicate)."""
+        if session.job_get(j.id) is not None:
+            return j.id  # its own id exists: an idempotent repeat, not a throttled send
+        size = getattr(j, "next_slot_ms", None) or 0
+        assert j.singleton_on is not None
+        current = now if now is not None else session.now_ms()
+        due = j.run_at if j.run_at is not None else current + j.delay_ms
+        j.singleton_on += size
+        j.run_at = max(due, j.singleton_on)
+        if j.keep_until is not None:
+            j.keep_until += j.run_at - due
+        ((jid, inserted),) = session.job_insert([j], now)
+        return jid if inserted else self._duplicate(session, j, now)
 
     def _duplicate(self, session: Session, j: NewJob, now: int | None) -> str | None:
         """The answer for a keyed job the insert did not write."""

@@ -200,3 +200,25 @@ def test_windows_dashboard_and_metrics_show_limits_and_deferred_jobs(store, cloc
     clock.advance(1_100)  # the queue's window opens; a's group window (1/min) is still closed
     registry, _ = build_registry(store=store)
     assert 'tenure_jobs_rate_deferred{queue="api"} 1.0' in render(registry)[0].decode()
+
+
+# -- throttled sends: singleton_next_slot ----------------------------------------------------------
+
+def test_singleton_next_slot_moves_a_throttled_send_to_the_next_bucket(store, other, clock):
+    """pg-boss's singletonNextSlot: the bucket taken, the job goes to the next one (due at its
+    start); that one taken too, the answer is the job holding it."""
+    clock.set(1_700_000_040_000 - 1_700_000_040_000 % 60_000 + 40_000)  # 40 s into a minute bucket
+    next_bucket = clock() + 20_000
+    first = store.jobs.enqueue("k", 1, singleton_key="u", singleton_for=60, singleton_next_slot=True)
+    later = other.jobs.enqueue("k", 2, singleton_key="u", singleton_for=60, singleton_next_slot=True)
+    again = store.jobs.enqueue("k", 3, singleton_key="u", singleton_for=60, singleton_next_slot=True)
+    plain = store.jobs.enqueue("k", 4, singleton_key="u", singleton_for=60)
+    assert later != first and again == later and plain == first
+    moved = store.jobs.get(later)
+    assert moved.run_at == next_bucket and moved.payload == 2
+    assert store.jobs.claim("k", owner="w").job.id == first
+    assert store.jobs.claim("k", owner="w") is None       # the next slot's job waits for its bucket
+    clock.advance(20_000)
+    assert store.jobs.claim("k", owner="w").job.id == later
+    with pytest.raises(tenure.errors.InvalidArgument):
+        store.jobs.enqueue("k", 5, singleton_key="u", singleton_next_slot=True)  # needs singleton_for

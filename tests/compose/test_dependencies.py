@@ -307,3 +307,28 @@ def test_requeueing_a_failed_parent_holds_back_again_a_run_dependent_that_has_no
     assert jobs.get("r").waiting_on == 1 and claim(jobs, "r") is None
     jobs.complete(claim(jobs, "p").lease, "fixed")
     assert claim(jobs, "r").job.id == "r"
+
+
+def test_a_parent_settled_while_the_enqueue_of_its_dependent_is_still_open(any_store):
+    """The race the enqueue's parent mark closes: a completion that started (PostgreSQL: took its
+    snapshot) before the dependent's transaction committed still releases it, because it waits for
+    the parent row the enqueue marked and its trigger reads the edges afresh."""
+    import threading
+
+    jobs = any_store.jobs
+    jobs.enqueue("p", id="p")
+    running = claim(jobs, "p")
+    done = threading.Event()
+
+    def complete() -> None:
+        jobs.complete(running.lease, "ok")
+        done.set()
+
+    with any_store.transaction() as tx:
+        tx.jobs.enqueue("d", id="d", depends_on=["p"])
+        t = threading.Thread(target=complete)
+        t.start()
+        assert not done.wait(0.3)  # it waits for the enqueue's transaction (never the other way)
+    t.join(30)
+    assert done.is_set() and state(jobs, "p") == "done"
+    assert jobs.get("d").waiting_on == 0 and claim(jobs, "d").job.id == "d"

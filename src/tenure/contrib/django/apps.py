@@ -22,10 +22,10 @@ def create_tenure_tables(sender: Any, using: str = "default", **kwargs: Any) -> 
     store of every TenureBackend that shares the migrated database: tenure's own tables are
     created or migrated then, not inside the first ``atomic()`` block that enqueues (where, on
     SQLite, Django's connection may already hold the write lock they need)."""
+    from django.conf import settings
+
     from tenure.contrib.django._compat import task_backends
     from tenure.contrib.django.backend import TenureBackend
-
-    from django.conf import settings
 
     for alias in getattr(settings, "TASKS", {}) or {}:
         try:

@@ -310,3 +310,53 @@ def test_bad_signal_input_is_refused_by_code_and_writes_nothing(any_store):
         signals.pending(None)
     assert (e1.value.code, e2.value.code) == ("TN1002", "TN1001") and e3.value.code in ("TN1001", "TN1002")
     assert signals.pending("k") == 0 and signals.pending("k" * 3) == 0
+
+
+def test_two_parallel_nodes_park_on_a_sleep_and_a_signal_and_each_wakes_on_its_own(any_store, clock, start_runner):
+    calls = Recorder()
+    flow = Flow("both", revision="1", output="done")
+
+    @flow.task(version=1)
+    def nap(ctx):
+        calls("nap")
+        ctx.sleep(30)
+        return "rested"
+
+    @flow.task(version=1)
+    def hear(ctx):
+        calls("hear")
+        return ctx.wait_for_signal(f"hear:{ctx.run_id}", timeout=600)
+
+    @flow.task(needs=["nap", "hear"], version=1)
+    def done(ctx):
+        return [ctx["nap"], ctx["hear"]]
+
+    runner = start_runner(any_store, [flow])
+    start = clock()
+    run = any_store.jobs.enqueue("both", {"input": None}, id="two")
+    job = parked(any_store, run, 1)
+    assert job.run_at == start + 30_000  # one park: due at the earliest of the two steps
+    assert_holds_nothing(runner, job)
+    any_store.signals.send("hear:two", "heard")  # wakes the run now; the signal node completes,
+    job = parked(any_store, run, 2)  # the sleep is not over: parked again, due at its own end
+    assert job.run_at == start + 30_000
+    assert [n for n, *_ in rows(any_store, run) if not n.startswith("__")] == ["hear"]
+    clock.advance(30_000)
+    any_store.jobs.enqueue("poke", None)
+    assert wait_state(any_store, run, "done").result == ["rested", "heard"]
+    assert calls.count("hear") == 2 and calls.count("nap") == 3  # parked, woken; not run after it is saved
+
+
+def test_cancelling_a_parent_cancels_the_children_it_is_waiting_for(any_store, start_runner):
+    flow = Flow("cancel-fan", revision="1", output="fan")
+
+    @flow.task(version=1)
+    def fan(ctx):
+        return ctx.map("never-handled", [1, 2, 3])
+
+    start_runner(any_store, [flow])
+    run = any_store.jobs.enqueue("cancel-fan", {"input": None}, id="cf")
+    parked(any_store, run, 1)
+    assert any_store.jobs.cancel(run) is not None
+    children = [any_store.jobs.get(f"cf~fan:1.{i}") for i in range(3)]
+    assert [c.state for c in children] == ["cancelled"] * 3  # in the cancel's own transaction

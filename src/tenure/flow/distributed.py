@@ -86,9 +86,13 @@ class DistributedRun:
         if len(self.values) == len(self.flow.nodes):
             return self._output()
         if ctx.cancelled.is_set():
+            from ..errors import TenureError
             from .runner import RunInterrupted
 
-            raise RunInterrupted(f"run {ctx.job.id!r} of flow {self.flow.name!r} was interrupted", ctx.cancelled.reason)
+            reason = ctx.cancelled.reason
+            if isinstance(reason, TenureError):
+                raise reason  # a lost lease or an operator's cancel: the worker records it as such
+            raise RunInterrupted(f"run {ctx.job.id!r} of flow {self.flow.name!r} was interrupted ({reason})", reason)
         open_ids += self._start(records, len(open_ids))
         with store._session() as s:
             now = store._now_or(s, store._now())

@@ -171,7 +171,9 @@ def test_kill_9_inside_a_node_job_then_another_worker_finishes_the_run(engine_ur
             child.kill()
             child.wait()
     assert [n for n, _ in calls(tmp_path)] == ["a", "b", "c"]
-    assert store.jobs.get(run).state == "pending"  # the coordinator was parked: the kill stranded no run lease
+    # The coordinator parked after starting c's job, or was about to (c's job can start on the
+    # other slot before the park commits): either way the next worker resumes it.
+    assert store.jobs.get(run).state in ("pending", "leased")
     assert store.jobs.get("run-dk~node:c.1").state == "leased"
     store.close()
 

@@ -7,11 +7,13 @@ import time
 
 
 def run_worker(url: str, queue: str, owner: str, expected: int, seconds: float, barrier, out,
-               fail_first: dict[str, int] | None = None, hold: float = 0.01, concurrency: int = 8) -> None:
+               fail_first: dict[str, int] | None = None, hold: float = 0.01, concurrency: int = 8,
+               stop=None) -> None:
     """Run a worker on ``queue`` until the queue has ``expected`` settled jobs (done or dead) or
     ``seconds`` pass. Each handler sleeps ``hold`` seconds and answers the claim's instant
     (``ctx.job.updated_at``, the claim's clock); a payload named in ``fail_first`` fails that many
-    times first (counted in the job's attempts). Reports ``(owner, error)``."""
+    times first (counted in the job's attempts); a set ``stop`` event ends it early. Reports
+    ``(owner, error)``."""
     import tenure
 
     error = None
@@ -34,7 +36,7 @@ def run_worker(url: str, queue: str, owner: str, expected: int, seconds: float, 
             worker.start()
             deadline = time.monotonic() + seconds
             try:
-                while time.monotonic() < deadline:
+                while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
                     counts = store.jobs.counts()
                     if counts.get("done", 0) + counts.get("dead", 0) >= expected:
                         break

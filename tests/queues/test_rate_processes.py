@@ -1,5 +1,6 @@
 """Issue 25, "Done when", in real time: three worker PROCESSES on each engine share one
-rate-limited queue (and then one per-group limit), and strict per-key order holds across them.
+rate-limited queue (and then one per-group limit), strict per-key order holds across them, and a
+fair queue serves small groups before a big backlog.
 
 Each handler answers its claim's instant (``ctx.job.updated_at``: the claim's clock, the
 database's on PostgreSQL), so the check reads exactly what the limit governs, not a handler's
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import time
 
 import tenure
 
@@ -128,5 +130,44 @@ def test_strict_fifo_order_across_three_worker_processes(engine_url):
                 assert started >= settled  # each started after the one before it was done
         k1 = sorted(by_key["K"])[0]
         assert k1[2] == 3  # failed twice, then succeeded
+    finally:
+        setup.close()
+
+
+def test_fairness_across_three_worker_processes(engine_url):
+    """The issue's fairness check with real workers: group A has 5 000 queued jobs (enqueued
+    first), groups B-E 50 each, concurrency_limit=4 and fairness="round_robin"; three worker
+    processes run them. When B-E are all done, A has done less than 10 % of its jobs."""
+    setup = tenure.connect(engine_url)
+    try:
+        setup.queues.create("fair", fairness="round_robin", concurrency_limit=4)
+        setup.jobs.enqueue_many([{"kind": "k", "payload": i, "queue": "fair", "group_key": "A"} for i in range(5_000)])
+        setup.jobs.enqueue_many([{"kind": "k", "payload": i, "queue": "fair", "group_key": g}
+                                 for g in "BCDE" for i in range(50)])
+        ctx = mp.get_context("spawn")
+        barrier, out, stop = ctx.Barrier(3), ctx.Queue(), ctx.Event()
+        procs = [ctx.Process(target=_rate_procs.run_worker,
+                             args=(engine_url, "fair", f"p{i}", 5_200, 120.0, barrier, out),
+                             kwargs={"hold": 0.002, "stop": stop}) for i in range(3)]
+        for p in procs:
+            p.start()
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                done = dict(raw(setup, "SELECT group_key, count(*) FROM tenure_jobs WHERE state = 'done' "
+                                       "GROUP BY group_key"))
+                if sum(done.get(g, 0) for g in "BCDE") == 200:
+                    break
+                time.sleep(0.05)
+            small = sum(done.get(g, 0) for g in "BCDE")
+        finally:
+            stop.set()
+            results = [out.get(timeout=60) for _ in procs]
+            for p in procs:
+                p.join(timeout=30)
+        assert not [e for _, e in results if e]
+        assert small == 200, done
+        assert done.get("A", 0) < 500, done
+        print(f"{setup.dialect}: B-E done when A had done {done.get('A', 0)} of 5000")
     finally:
         setup.close()

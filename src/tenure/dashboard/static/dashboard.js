@@ -283,6 +283,7 @@
     });
     if (q.group_rate_limit) parts.unshift("rate " + q.group_rate_limit + " per group");
     if (q.rate_limit) parts.unshift("rate " + q.rate_limit);
+    if (q.rate_deferred) parts.push(q.rate_deferred + " due, held by the rate limit");
     if (q.fairness) parts.push(q.fairness.replace("_", " "));
     if (q.policy && q.policy !== "standard") parts.push(q.policy);
     return parts.join("; ");

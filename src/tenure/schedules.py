@@ -191,6 +191,16 @@ class Schedules:
         with self._store._session() as s:
             return s.schedule_delete(name, key)
 
+    def run_now(self, name: str, *, key: str = "") -> str | None:
+        """Enqueue the schedule's job now, out of its rhythm (the dashboard's "Run now"): its kind,
+        payload, queue and options, with a fresh id; the schedule's own boundaries are unchanged.
+        Answers the job's id, or None when there is no schedule ``(name, key)``."""
+        sched = self.get(name, key=key)
+        if sched is None:
+            return None
+        options = dict(sched.options or {})
+        return self._store.jobs.enqueue(sched.kind, sched.payload, queue=sched.queue or "default", **options)
+
     def get(self, name: str, *, key: str = "") -> Schedule | None:
         """The schedule ``(name, key)``, or None."""
         v.name(name, "schedule name")

@@ -333,7 +333,8 @@ and in the <code>tenure</code> CLI.</p></noscript>
         for s in registry.list():
             d = dataclasses.asdict(s) if dataclasses.is_dataclass(s) and not isinstance(s, type) else dict(s)
             items.append(d)
-        return _json({"available": True, "items": items, "now": self.insights.now_ms()})
+        return _json({"available": True, "items": items, "now": self.insights.now_ms(),
+                      "actions": self.actions_allowed(request)})
 
     def api_workers(self, request: Request) -> Response:
         now = self.insights.now_ms()
@@ -405,6 +406,27 @@ and in the <code>tenure</code> CLI.</p></noscript>
         return self._act(request, lambda: self.store.jobs.redrive(name),
                          lambda n: {"changed": bool(n), "count": n,
                                     "message": f"redrove {n} job(s) from {name}"})
+
+    def act_schedule(self, request: Request) -> Response:
+        """POST /api/schedules/{name}/{run|remove}?key=: enqueue the schedule's job now
+        (``store.schedules.run_now``), or delete the schedule (``remove``); 404 for an unknown one."""
+        name, verb = request.path_params["name"], request.path_params["verb"]
+        key = request.query_params.get("key") or ""
+        label = name + (f" #{key}" if key else "")
+        if verb not in ("run", "remove"):
+            return _error(404, "not_found", f"no schedule action {verb!r}; run or remove")
+        refused = self.check_action(request)
+        if refused is not None:
+            return refused
+        if self.store.schedules.get(name, key=key) is None:
+            return _error(404, "not_found", f"no schedule {label!r}")
+        if verb == "run":
+            return self._act(request, lambda: self.store.schedules.run_now(name, key=key),
+                             lambda job_id: {"changed": True, "job_id": job_id,
+                                             "message": f"schedule {label} enqueued job {job_id}"})
+        return self._act(request, lambda: self.store.schedules.remove(name, key=key),
+                         lambda removed: {"changed": removed, "message": f"schedule {label} removed "
+                                          "(the jobs it enqueued stay)"})
 
     def act_queue(self, verb: str) -> Callable[[Request], Response]:
         def handler(request: Request) -> Response:
@@ -569,6 +591,7 @@ def create_app(store: Store, *, auth_token: str | None = None, username: str | N
         Route("/api/workers", dash.api_workers),
         # {name:path}: a queue name may contain "/" (tenure._validate); the page sends it
         # percent-encoded, the server decodes %2F to "/", and the verb is the last segment.
+        Route("/api/schedules/{name}/{verb}", dash.act_schedule, methods=["POST"]),
         Route("/api/queues/{name:path}/pause", dash.act_queue("pause"), methods=["POST"]),
         Route("/api/queues/{name:path}/resume", dash.act_queue("resume"), methods=["POST"]),
         Route("/api/queues/{name:path}/redrive", dash.act_redrive, methods=["POST"]),

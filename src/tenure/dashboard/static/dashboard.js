@@ -116,8 +116,18 @@
     return render().then(function () {
       setLive(true, "live · " + new Date().toLocaleTimeString());
     }, function (err) {
+      if (err.status === 404 && (PAGE === "job" || PAGE === "run")) { notFound(err.message); return; }
       setLive(false, err.status === 401 ? "unauthorized" : "offline: " + err.message);
     });
+  }
+  // An unknown job or run id is an answer, not an outage: say so, and stop asking.
+  function notFound(message) {
+    render = null;
+    replace(app, el("h1", { text: "Not found" }),
+      el("div", { "class": "panel", id: "not-found" },
+        el("p", { text: message }),
+        el("p", {}, el("a", { href: BASE + "/jobs", text: "« All jobs" }))));
+    setLive(true, "live · not found");
   }
   function loop() {
     clearTimeout(timer);
@@ -368,7 +378,7 @@
               el("td", { "class": "num", text: j.attempts + "/" + j.max_attempts }),
               el("td", { "class": "mono", text: fmtTime(j.run_at) }),
               el("td", { title: fmtTime(j.updated_at), text: ago(j.updated_at, d.now) }),
-              el("td", { "class": "err", text: j.last_error || "" }));
+              el("td", { "class": "err" }, j.last_error ? el("div", { "class": "clamp", title: j.last_error, text: j.last_error }) : ""));
           });
           replace(table, rows.length ? el("table", { id: "job-table" },
             el("thead", {}, el("tr", {}, ["id", "kind", "queue", "state", "tags", "attempts", "run at", "updated", "last error"]
@@ -523,14 +533,27 @@
       return getJSON("/api/schedules").then(function (d) {
         if (!d.available) { replace(body, el("p", { "class": "muted", text: "This tenure has no schedules." })); return; }
         if (!d.items.length) { replace(body, el("p", { "class": "muted", text: "No schedules. Add one with: tenure schedules add NAME CRON KIND" })); return; }
+        function path(s, verb) {
+          return "/api/schedules/" + encodeURIComponent(s.name) + "/" + verb + (s.key ? "?key=" + encodeURIComponent(s.key) : "");
+        }
+        function actions(s) {
+          if (!d.actions) return el("td", {});
+          return el("td", {}, el("span", { "class": "row-actions" },
+            el("button", { "class": "run-now", text: "Run now", title: "enqueue its job now; the schedule keeps its rhythm",
+              onclick: function (e) { action(path(s, "run"), e.target); } }),
+            el("button", { "class": "danger remove", text: "Remove", onclick: function (e) {
+              if (window.confirm("Remove schedule " + s.name + (s.key ? " #" + s.key : "") + "? The jobs it enqueued stay.")) {
+                action(path(s, "remove"), e.target);
+              } } })));
+        }
         replace(body, el("table", { id: "schedule-table" },
-          el("thead", {}, el("tr", {}, ["name", "cron", "tz", "kind", "queue", "next fire", "last fire"].map(function (h) { return el("th", { text: h }); }))),
+          el("thead", {}, el("tr", {}, ["name", "cron", "tz", "kind", "queue", "next fire", "last fire", ""].map(function (h) { return el("th", { text: h }); }))),
           el("tbody", {}, d.items.map(function (s) {
-            return el("tr", { "data-schedule": s.name },
+            return el("tr", { "data-schedule": s.name + (s.key ? "#" + s.key : "") },
               el("td", { text: s.name + (s.key ? " #" + s.key : "") }), el("td", { "class": "mono", text: s.cron }),
               el("td", { text: s.tz }), el("td", { text: s.kind }), el("td", { text: s.queue || "default" }),
               el("td", { title: fmtTime(s.next_fire_at), text: s.next_fire_at ? fmtTime(s.next_fire_at) + " (" + ago(s.next_fire_at, d.now) + ")" : "never" }),
-              el("td", { text: fmtTime(s.last_fire_at) }));
+              el("td", { text: fmtTime(s.last_fire_at) }), actions(s));
           }))));
       });
     };

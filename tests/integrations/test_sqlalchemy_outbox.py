@@ -66,10 +66,15 @@ def _other_database(engine_url: str, tmp_path) -> str:
         return f"sqlite:///{tmp_path}/other.db"
     import psycopg
 
+    base, dbname = engine_url.split("?", 1)[0].rsplit("/", 1)
+    other = f"{dbname}_outbox_other"  # beside this run's own database: runs on other databases never share it
     with psycopg.connect(engine_url, autocommit=True) as c:
-        if c.execute("SELECT 1 FROM pg_database WHERE datname = 'tenure_outbox_other'").fetchone() is None:
-            c.execute("CREATE DATABASE tenure_outbox_other")
-    return engine_url.rsplit("/", 1)[0] + "/tenure_outbox_other"
+        if c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (other,)).fetchone() is None:
+            try:
+                c.execute(f'CREATE DATABASE "{other}"')
+            except psycopg.errors.DuplicateDatabase:
+                pass
+    return f"{base}/{other}"
 
 
 def test_conn_on_another_database_is_refused_and_nothing_is_written(setup, engine_url, tmp_path):

@@ -13,8 +13,8 @@ The model, in one place:
   own dependents after it by theirs), ``run`` (the edge counts as met: it runs once the other
   parents have settled, and reads every parent's outcome) or ``wait`` (left pending, to run when
   an operator requeues the parent and it completes).
-- **The settlement side is in the database**: a trigger on the jobs table (migration 0013, both
-  engines) does it in the same transaction as the parent's settlement, whichever statement
+- **The settlement side is in the database**: a trigger on the jobs table (migrations 0013 and
+  0016, both engines) does it in the same transaction as the parent's settlement, whichever statement
   settled it. This module is the enqueue side and the reads.
 - **An enqueue with dependencies is one transaction**: the jobs, their edges and their counts
   appear together (outbox-safe with ``tx.jobs`` or ``conn=``). Unknown parents (TN2101),

@@ -332,3 +332,18 @@ def test_a_parent_settled_while_the_enqueue_of_its_dependent_is_still_open(any_s
     t.join(30)
     assert done.is_set() and state(jobs, "p") == "done"
     assert jobs.get("d").waiting_on == 0 and claim(jobs, "d").job.id == "d"
+
+
+def test_a_long_line_of_dependents_is_cancelled_in_one_settlement(any_store):
+    """The cascade is one query over the graph, not a trigger per level: 1 200 levels (past
+    SQLite's trigger depth of 1 000 and what PostgreSQL's stack allowed nested) settle at once."""
+    jobs = any_store.jobs
+    n = 1200
+    jobs.enqueue_many([{"kind": "s", "id": "s0000"}] +
+                      [{"kind": "s", "id": f"s{i:04d}", "depends_on": [f"s{i - 1:04d}"]} for i in range(1, n)] +
+                      [{"kind": "r", "id": "r", "depends_on": [f"s{n - 1:04d}"], "on_parent_failure": "run"}])
+    jobs.fail(claim(jobs, "s").lease, "boom", dead=True)
+    assert jobs.counts()["cancelled"] == n - 1
+    last = jobs.get(f"s{n - 1:04d}")
+    assert last.last_error.startswith(f"TN2103: parent s{n - 2:04d} ended cancelled")
+    assert jobs.get("r").waiting_on == 0 and claim(jobs, "r").job.id == "r"

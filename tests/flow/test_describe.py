@@ -41,7 +41,7 @@ def test_describe_run_shows_done_running_ready_and_pending_nodes(any_store, cloc
     assert view["version"] == DESCRIBE_VERSION and view["state"] == "leased" and view["generation"] == 1
     assert statuses(view) == [("a", "done"), ("b", "running"), ("c", "pending")]
     assert view["nodes"][0] == {"id": "a", "task": "a", "needs": [], "status": "done", "value": {"rows": 2},
-                                "generation": 1}
+                                "generation": 1, "waiting": []}
     assert view["identity"]["revision"] == "3" and view["identity"]["task_versions"] == {"a": 1, "b": 4, "c": 1}
     assert view["identity"]["flow"] == "shown" and view["legacy"] is False
     assert describe_run(any_store, job_id, flow=flow)["nodes"] == view["nodes"]

@@ -145,7 +145,8 @@ def test_describe_run_shows_a_distributed_run_like_an_in_process_one(any_store):
     finally:
         coordinator.stop(2)
     view = describe_run(any_store, run, flow=flow)
-    assert [(n["id"], n["status"]) for n in view["nodes"]] == [("a", "ready"), ("b", "pending")]
+    assert [(n["id"], n["status"], n["waiting"]) for n in view["nodes"]] == [
+        ("a", "ready", [{"kind": "node_job", "job": "sh~node:a.1"}]), ("b", "pending", [])]
     assert [n for n, *_ in rows(any_store, run)] == [f"{NODE_JOB_PREFIX}a", "__tenure_run__"]
 
 

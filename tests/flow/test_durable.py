@@ -11,7 +11,7 @@ import pytest
 import tenure
 from tenure.durable import STEP_PREFIX
 from tenure.errors import ChildFailed, InvalidArgument, InvalidType, ResumeMismatch, SignalTimeout
-from tenure.flow import Flow
+from tenure.flow import Flow, describe_run
 
 from ._support import Recorder, rows, wait_for, wait_state
 
@@ -63,6 +63,10 @@ def test_a_flow_sleeps_2_s_holding_no_slot_then_resumes_after_the_sleep(any_stor
     assert runner.stats()["snoozes"] == 1
     steps = {n: v for n, v, _ in rows(any_store, run) if n.startswith(STEP_PREFIX)}
     assert steps == {f"{STEP_PREFIX}nap:1": {"kind": "sleep", "until": start + 2000}}
+    view = describe_run(any_store, run, flow=flow)
+    assert [(n["id"], n["status"], n["waiting"]) for n in view["nodes"]] == [
+        ("before", "done", []), ("nap", "ready", [{"kind": "sleep", "until": start + 2000}]),
+        ("after", "pending", [])]
 
     clock.advance(1999)  # not yet: an early claim (none happens) would park it again
     any_store.jobs.enqueue("nap", {"input": None}, id="run-nap")  # idempotent; wakes the worker
@@ -131,6 +135,8 @@ def test_a_signal_sent_before_the_wait_and_one_sent_during_it_are_each_received_
     late = any_store.jobs.enqueue("approve", {"input": None}, id="late")
     job = parked(any_store, late, 1)
     assert job.run_at == clock() + 60_000
+    assert describe_run(any_store, late)["nodes"][0]["waiting"] == [
+        {"kind": "signal", "key": "approval:late", "until": clock() + 60_000}]
     assert_holds_nothing(runner, job)
     second = signals.send("approval:late", {"by": "bob"})
     assert second > first

@@ -47,6 +47,10 @@ def describe_run(store: Store, job_id: str, *, flow: Flow | None = None) -> dict
           ],
         }
 
+    Each node also has ``"waiting"``: what it is parked on (its unfinished durable steps, and in a
+    distributed run its node job), e.g. ``[{"kind": "signal", "key": "approval:r-1", "until":
+    None}]`` or ``[{"kind": "sleep", "until": 1700000030000}]``; empty once it has a value.
+
     ``status`` is ``done`` (a value is recorded), ``running`` (no value, every dependency done,
     and the job holds a live lease: the current attempt is running it or about to, subject to the
     flow's ``max_parallel``), ``ready`` (the same but no live lease: waiting for its next attempt,
@@ -63,6 +67,7 @@ def describe_run(store: Store, job_id: str, *, flow: Flow | None = None) -> dict
         return None
     rows = _read_checkpoints(store, job_id, job.lease_generation)
     record = next((r.value for r in rows if r.node_id == RUN_NODE), None)
+    waits = _waits(rows)
     recorded = {r.node_id: r for r in rows if not r.node_id.startswith(RESERVED_PREFIX)}
     identity = None
     shape: dict[str, dict[str, Any]] | None = None
@@ -96,13 +101,33 @@ def describe_run(store: Store, job_id: str, *, flow: Flow | None = None) -> dict
             status = "pending"
         nodes.append({"id": node_id, "task": spec.get("task", node_id), "needs": needs, "status": status,
                       "value": None if cp is None else cp.value,
-                      "generation": None if cp is None else cp.generation})
+                      "generation": None if cp is None else cp.generation,
+                      "waiting": [] if cp is not None else waits.get(node_id, [])})
     return {
         "version": DESCRIBE_VERSION, "job_id": job.id, "kind": job.kind, "state": job.state,
         "attempts": job.attempts, "generation": job.lease_generation, "lease_until": job.lease_until,
         "last_error": job.last_error, "result": job.result, "identity": identity,
         "legacy": isinstance(record, dict) and is_legacy(record), "nodes": nodes,
     }
+
+
+def _waits(rows: list[Any]) -> dict[str, list[dict[str, Any]]]:
+    """What each node is parked on, from its unfinished durable-step records (and, in a
+    distributed run, its node job): ``{"kind": "sleep", "until"}``, ``{"kind": "signal", "key",
+    "until"}``, ``{"kind": "children", "of", "count"}`` or ``{"kind": "node_job", "job"}``."""
+    from ..durable import STEP_PREFIX
+    from .distributed import NODE_JOB_PREFIX
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        value = r.value if isinstance(r.value, dict) else {}
+        if r.node_id.startswith(STEP_PREFIX) and not value.get("done"):
+            node = r.node_id[len(STEP_PREFIX):].rpartition(":")[0]
+            wait = {k: value[k] for k in ("kind", "until", "key", "of", "count") if k in value}
+            out.setdefault(node, []).append(wait)
+        elif r.node_id.startswith(NODE_JOB_PREFIX) and not value.get("failed"):
+            out.setdefault(r.node_id[len(NODE_JOB_PREFIX):], []).append({"kind": "node_job", "job": value.get("job")})
+    return out
 
 
 def _topological(shape: dict[str, dict[str, Any]]) -> list[str]:

@@ -201,7 +201,8 @@ def _run_python(block: Block, namespace: dict) -> BlockRun:
     source = "\n" * block.line + block.code
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            exec(compile(source, str(ROOT / block.page), "exec"), namespace)
+            # dont_inherit: the page runs as a reader runs it, without this module's __future__ imports
+            exec(compile(source, str(ROOT / block.page), "exec", dont_inherit=True), namespace)
         except BaseException as exc:  # noqa: BLE001 - reported with its traceback, the page stops here
             # the first frame is this runner's exec: the reader's traceback starts at the page
             error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))

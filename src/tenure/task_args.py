@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -110,7 +111,24 @@ class TaskSignature:
                 task=self.task_name,
             ) from None
         stored_args, stored_kwargs = convert(self.callers, self.codecs, list(args), dict(kwargs), encode=True)
+        self._check_storable(stored_args, stored_kwargs)
         return {"args": stored_args, "kwargs": stored_kwargs}
+
+    def _check_storable(self, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """TN1002 naming the task and the argument whose value JSON cannot hold (nothing written)."""
+        positional = [p.name for p in self.callers.parameters.values()
+                      if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        named = [(positional[i] if i < len(positional) else f"#{i}", v) for i, v in enumerate(args)]
+        for name, value in [*named, *kwargs.items()]:
+            try:
+                json.dumps(value, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise InvalidType(
+                    f"task {self.task_name!r}: argument {name!r} cannot be stored: {exc}; pass JSON values, "
+                    "annotate the parameter with a type tenure encodes (datetime, Decimal, UUID, an Enum, "
+                    "a dataclass), or register one with tenure.task_values.register_type",
+                    task=self.task_name, argument=name,
+                ) from None
 
     def _unknown_keywords(self, kwargs: dict[str, Any]) -> str:
         """The first keyword no parameter takes, with the nearest name (a typo is named before
@@ -182,9 +200,9 @@ def checked_payload(app: Any, kind: str, payload: Any) -> dict[str, Any]:
         )
     args, kwargs = split_payload(payload)
     stored = task.signature.payload(tuple(args), kwargs)
-    try:  # a datetime/Decimal/UUID/Enum parameter given as text must parse (task_values)
+    try:  # a datetime/Decimal/UUID/Enum/dataclass parameter given as JSON must decode (task_values)
         convert(task.signature.callers, task.signature.codecs, stored["args"], stored["kwargs"], encode=False)
-    except (ValueError, ArithmeticError) as exc:
+    except (ValueError, ArithmeticError, TypeError, KeyError) as exc:
         raise InvalidType(
             f"task {kind!r}: an argument does not parse as its annotated type: {exc}", task=kind
         ) from None

@@ -15,7 +15,7 @@ PAGE = "docs/tasks.md"
 def test_every_snippet_of_docs_tasks_runs():
     python = [b for b in blocks(PAGE) if b.lang == "python"]
     shell = [b for b in blocks(PAGE) if b.lang == "shell"]
-    assert len(python) == 8 and len(shell) == 1
+    assert len(python) == 9 and len(shell) == 1
     run = run_page(PAGE)
     assert run.failure() is None, run.failure()
     printed = "".join(r.stdout for r in run.runs if r.lang == "python")
@@ -24,6 +24,8 @@ def test_every_snippet_of_docs_tasks_runs():
     assert "'job' is the job context" in printed and "video 7, attempt 1" in printed
     assert "['00000000-0000-0000-0000-000000000007', '9.98', 'pro', '2026-12-03T00:00:00+00:00']" in printed
     assert "UUID 9.99 PRO 2026" in printed
+    assert "'total': [999, 'EUR']}" in printed and "#42 19.98 EUR 2026-12-31" in printed  # dataclass, registered
+    assert "TN1002 inv\n" in printed
     assert "[]\n['proj_tasks']\n['proj.hello']\n" in printed  # autodiscovery
 
     sh = next(r for r in run.runs if r.lang == "shell")

@@ -490,7 +490,7 @@
             el("td", { text: s.kind }),
             el("td", { title: s.last_error || "" }, badge(s.state)),
             el("td", { text: s.parents.map(function (p) { return index[p] ? "#" + index[p] : p; }).join(", ") }),
-            el("td", { "class": "num", text: s.waiting_on ? String(s.waiting_on) : "" }));
+            el("td", { "class": "num", text: s.waiting_on && s.state === "pending" ? s.waiting_on + " parent(s)" : "" }));
         })))];
   }
 

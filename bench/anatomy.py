@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - a report script,
     args = p.parse_args(argv)
 
     from tenure.engine.sqlite import queries as Q
-    from tenure.engine.sqlite.engine import SQLiteEngine, _claim_params, _claim_sql
+    from tenure.engine.sqlite.engine import SQLiteEngine
+    from tenure.engine.sqlite.session import _claim_params, _claim_sql
 
     work = tempfile.mkdtemp(prefix="tenure-anatomy-")
     try:

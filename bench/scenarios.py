@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import tenure
-from tenure.engine.base import TOKEN_INDEX, Settle
+from tenure.engine.rows import TOKEN_INDEX, Settle
 
 from .child import Recorder, wait_completions
 from .targets import SQLiteTarget, Target, verify_store

@@ -199,9 +199,9 @@ class SQLiteTarget(Target):
     def floor_statements(self, kinds: list[str]) -> FloorStatements:
         import json
 
-        from tenure.engine.base import TOKEN_INDEX
+        from tenure.engine.rows import TOKEN_INDEX
         from tenure.engine.sqlite import queries as Q
-        from tenure.engine.sqlite.engine import _claim_params, _claim_sql
+        from tenure.engine.sqlite.session import _claim_params, _claim_sql
 
         # What the engine runs for a worker over every queue when only 'default' exists.
         def claim_sql(limit: int) -> str:
@@ -215,7 +215,7 @@ class SQLiteTarget(Target):
 
         return FloorStatements(claim_sql, Q.COMPLETE, claim_params, complete_params,
                                lambda: time.time_ns() // 1_000_000,
-                               "queries.ANY_EXPIRED + tenure.engine.sqlite.engine._claim_sql(1 queue, by kind) "
+                               "queries.ANY_EXPIRED + tenure.engine.sqlite.session._claim_sql(1 queue, by kind) "
                                "+ queries.COMPLETE", probe_sql=Q.ANY_EXPIRED)
 
     def versions(self) -> dict[str, Any]:
@@ -337,9 +337,9 @@ class PostgresTarget(Target):
         return psycopg.connect(eng.conninfo, autocommit=True, prepare_threshold=0)
 
     def floor_statements(self, kinds: list[str]) -> FloorStatements:
-        from tenure.engine.base import TOKEN_INDEX
         from tenure.engine.postgres import queries as Q
-        from tenure.engine.postgres.engine import _claim_params, _claim_sql
+        from tenure.engine.postgres.session import _claim_params, _claim_sql
+        from tenure.engine.rows import TOKEN_INDEX
 
         takes_limit = "limit" in inspect.signature(_claim_sql).parameters
 
@@ -355,7 +355,7 @@ class PostgresTarget(Target):
                     "results": [None] * len(rows)}
 
         return FloorStatements(claim_sql, Q.COMPLETE, claim_params, complete_params, lambda: None,
-                               "tenure.engine.postgres.engine._claim_sql(kinds, any queue) + queries.COMPLETE")
+                               "tenure.engine.postgres.session._claim_sql(kinds, any queue) + queries.COMPLETE")
 
     def versions(self) -> dict[str, Any]:
         import psycopg

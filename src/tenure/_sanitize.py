@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from .engine.base import NOT_UTF8
+from .engine.rows import NOT_UTF8
 from .errors import InvalidArgument, UnstorableValue
 from .records import Undecodable
 

@@ -25,19 +25,17 @@ import logging
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from . import _validate as v
 from .canvas import PARENTS_KEY, inject_parents
-from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultTimeout
+from .errors import InvalidArgument, InvalidType
+from .handle import Handle as Handle  # re-exported: tenure.app.Handle
 from .handler_control import apply_task_policy, exception_classes
 from .kinds import warn_unrunnable
 from .rate_window import parse_rate
-from .records import Job
 from .store import Store, connect
 from .task_args import TaskSignature
 
@@ -58,45 +56,6 @@ _ENQUEUE_OPTIONS = {"id", "run_at", "delay", "max_attempts", "queue", "priority"
                     "singleton_for", "group_key", "conn", "retry_delay", "retry_backoff", "retry_delay_max",
                     "retention", "delete_after", "dead_letter", "debounce", "tags", "meta", "depends_on",
                     "on_parent_failure", "singleton_next_slot"}
-
-
-@dataclass(frozen=True)
-class Handle(Generic[R_co]):
-    """A reference to one enqueued job; ``Handle[R]``: its ``result()`` is the task's return type."""
-
-    id: str | None
-    store: Store = field(repr=False)
-
-    def get(self) -> Job | None:
-        return None if self.id is None else self.store.jobs.get(self.id)
-
-    def result(self, timeout: float | None = None, *, poll: float = 0.005) -> R_co:
-        """Wait for the job to settle and answer its stored result. Raises :class:`JobDead` (with the
-        last error) or :class:`JobCancelled`, or :class:`ResultTimeout` after ``timeout`` seconds.
-        Works across processes: it reads the store."""
-        if self.id is None:
-            raise InvalidArgument("this enqueue was deduplicated (no job id): there is no result to wait for")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay = poll
-        while True:
-            job = self.store.jobs.get(self.id)
-            if job is None:
-                raise JobDead(f"job {self.id!r} no longer exists (swept?)", job_id=self.id)
-            if job.state == "done":
-                return job.result
-            if job.state == "dead":
-                raise JobDead(f"job {self.id!r} is dead after {job.attempts} attempt(s): {job.last_error}",
-                              job_id=self.id, last_error=job.last_error)
-            if job.state == "cancelled":
-                raise JobCancelled(f"job {self.id!r} was cancelled", job_id=self.id)
-            if deadline is not None and time.monotonic() >= deadline:
-                raise ResultTimeout(f"job {self.id!r} is still {job.state} after {timeout} s", job_id=self.id)
-            time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
-            delay = min(delay * 1.5, 0.1)
-
-    def cancel(self) -> bool:
-        # A deduplicated enqueue (id None) is refused by cancel's own validation (InvalidType).
-        return self.store.jobs.cancel(self.id)  # type: ignore[arg-type]
 
 
 class Task(Generic[P, R]):

@@ -25,7 +25,7 @@ from typing import Any
 
 from . import _sanitize
 from ._validate import error_message
-from .engine.base import HISTORY_KEEP
+from .engine.rows import HISTORY_KEEP
 from .records import Lease
 
 #: Entries kept per job: the first and the most recent ``MAX_ENTRIES - 1``.

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .engine.base import NewJob
+from .engine.rows import NewJob
 from .errors import InvalidArgument, InvalidType, StorageError, StoreLimitExceeded, TenureError
 from .queues import JOB_OPTIONS
 

@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from .engine.base import PARENT_FAILURE_POLICIES
 from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultTimeout
+from .handle import Handle
 from .ids import new_job_id
 from .records import Dependency, Job
 
 if TYPE_CHECKING:
-    from .app import Handle, Task
+    from .app import Task
     from .store import Store
 
 #: The payload key that marks a step receiving its parents' results.
@@ -282,8 +283,6 @@ class CompositionHandle:
         return self.ids[0]
 
     def handles(self) -> list[Handle]:
-        from .app import Handle
-
         return [Handle(i, self.store) for i in self.final]
 
     def result(self, timeout: float | None = None, *, poll: float = 0.005) -> Any:

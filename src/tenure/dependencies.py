@@ -27,7 +27,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
-from .engine.base import PARENT_FAILURE_POLICIES, Edge, NewJob, Session
+from .engine.base import PARENT_FAILURE_POLICIES, Edge, Session
+from .engine.rows import NewJob
 from .errors import DependencyCycle, InvalidArgument, InvalidType, ParentFailed, UnknownParent
 from .records import Dependency, Job
 
@@ -189,7 +190,7 @@ def _parents_first(jobs: list[NewJob]) -> list[NewJob]:
 
 def edges_of(store: Store, job_id: str, parents: bool) -> list[Dependency]:
     """The dependencies of ``job_id`` (``parents``) or its dependents, as records."""
-    from .jobs import row_to_job
+    from .job_rows import row_to_job
 
     v.job_id(job_id)
     with store._session() as s:

@@ -95,7 +95,7 @@ class Park(Snooze):
 
 
 def _refused(s: Session, store: Store, lease: Lease, now: int, what: str) -> Exception:
-    from .jobs import refusal
+    from .fence import refusal
 
     return refusal(s.job_get(lease.job_id), lease, now, what) or LeaseNotHeld(
         f"cannot {what} job {lease.job_id!r}: the attempt already settled it", job_id=lease.job_id)
@@ -103,7 +103,7 @@ def _refused(s: Session, store: Store, lease: Lease, now: int, what: str) -> Exc
 
 def _save(s: Session, store: Store, lease: Lease, node_id: str, value: Any, now: int) -> None:
     """Fenced checkpoint save inside the caller's transaction."""
-    from .jobs import MAX_GENERATION
+    from .job_rows import MAX_GENERATION
 
     text = v.dump_json(value, "step record", store.max_payload_bytes)
     gen = lease.generation
@@ -118,7 +118,7 @@ def settle_park(store: Store, lease: Lease, park: Park) -> Job:
     check the fence, save the step records, register the signal waits, and put the job back to
     ``pending`` at ``park.until_ms`` — or now, when a signal of a key it waits for is already
     stored or (``children``) none of its children is unsettled any more. Answers the record."""
-    from .jobs import row_to_job
+    from .job_rows import row_to_job
 
     with store._transaction_session() as s:
         now = store._now_or(s, store._now())
@@ -316,7 +316,7 @@ class Steps:
         return rec
 
     def _join(self, node_id: str, rec: dict[str, Any]) -> list[Any]:
-        from .jobs import row_to_job
+        from .job_rows import row_to_job
 
         store = self._store
         ids: list[str] = list(rec["children"])

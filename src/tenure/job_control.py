@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING
 
 from . import _validate as v
 from .errors import LeaseNotHeld, TenureError
+from .fence import refusal
 from .records import Lease
 
 if TYPE_CHECKING:
-    from .engine.base import JobRow, Session
+    from .engine.base import Session
+    from .engine.rows import JobRow
     from .store import Store
 
 #: What :func:`request_cancel` answers.
@@ -91,8 +93,6 @@ def request_cancel(store: Store, job_id: str) -> str:
 def settle_requested(store: Store, lease: Lease) -> TenureError | None:
     """The holder's settlement of a requested cancel: fenced by its CURRENT lease (the same
     statement as ``cancel(id, lease)``). Answers None when it settled, else the refusal."""
-    from .jobs import refusal
-
     with store._session() as s:
         now = store._now()
         if s.job_cancel(lease.job_id, lease.token, now) is not None:

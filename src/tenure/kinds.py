@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .engine.base import QueuedKindRow
+from .engine.rows import QueuedKindRow
 from .maintenance import DEFAULT_WORKER_DEAD_AFTER_MS
 
 if TYPE_CHECKING:

@@ -17,25 +17,29 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
-from .engine.base import JobRow, NewJob, Session
-from .errors import DeadLetterCycle, InvalidArgument, InvalidType, QueueNotEmpty, QueueNotFound
+from .engine.base import Session
+from .engine.rows import JobRow, NewJob
+from .errors import InvalidArgument, QueueNotEmpty, QueueNotFound
 from .ids import new_job_id
-from .jobs import DEFAULT_MAX_ATTEMPTS, NotStreamable
+from .jobs import DEFAULT_MAX_ATTEMPTS
+from .jobs_base import NotStreamable
+from .queue_settings import (
+    _QUEUE_ONLY,
+    _UNSET,
+    _flag,
+    _queue_settings,
+    _refuse_cycle,
+    _seconds,
+)
 from .rate_window import GROUP_SCOPE, QUEUE_SCOPE, format_rate, in_window, load, parse_rate
 
 if TYPE_CHECKING:
     from .store import Store
 
-#: The uniqueness policies, as pg-boss names them (see docs/queues.md for what each allows).
-POLICIES: tuple[str, ...] = ("standard", "short", "singleton", "stately", "exclusive", "strict_fifo")
-#: The fairness modes of a queue's claim across its group keys (docs/queues.md, "Fairness").
-FAIRNESS: tuple[str, ...] = ("round_robin",)
 #: Rows per transaction of a redrive.
 REDRIVE_BATCH = 1_000
 #: How often an insert that collided with a job that then moved on is retried.
 _DUPLICATE_RETRIES = 3
-_UNSET: Any = object()
-_LIMIT_MAX = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,65 +111,6 @@ _NEW_JOB_FIELDS = tuple(f.name for f in fields(NewJob))
 
 # -- validation ------------------------------------------------------------------------------------
 
-def _seconds(value: Any, what: str, *, positive: bool = False) -> int | None:
-    ms = v.duration_ms(value, what, seconds=True)
-    if positive and ms is not None and ms <= 0:
-        raise InvalidArgument(f"{what} must be more than 0 seconds, got {value}")
-    return ms
-
-
-def _flag(value: Any, what: str) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
-    raise InvalidType(f"{what} must be True or False, got {value!r}")
-
-
-def _limit(value: Any, what: str) -> int | None:
-    return v.positive_int(value, what, maximum=_LIMIT_MAX, allow_none=True)
-
-
-def _fairness(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidType(f"fairness must be a string, one of {', '.join(FAIRNESS)}, or None")
-    if value not in FAIRNESS:
-        raise InvalidArgument(f"unknown fairness {value!r}: one of {', '.join(FAIRNESS)}, or None")
-    return value
-
-
-def _rate(value: Any, what: str) -> tuple[int | None, int | None]:
-    rate = parse_rate(value, what)
-    return (None, None) if rate is None else (rate.limit, rate.period_ms)
-
-
-def _policy(value: Any) -> str:
-    if not isinstance(value, str):
-        raise InvalidType(f"policy must be a string, one of {', '.join(POLICIES)}")
-    if value not in POLICIES:
-        raise InvalidArgument(f"unknown policy {value!r}: one of {', '.join(POLICIES)}")
-    return value
-
-
-#: Queue option -> (column, validator). Durations are seconds (or timedeltas) in the API.
-_QUEUE_OPTIONS: dict[str, tuple[str, Any]] = {
-    "policy": ("policy", lambda x: _policy("standard" if x is None else x)),
-    "max_attempts": ("max_attempts",
-                     lambda x: v.positive_int(x, "max_attempts", maximum=v.MAX_ATTEMPTS_LIMIT, allow_none=True)),
-    "retry_delay": ("retry_delay_ms", lambda x: _seconds(x, "retry_delay")),
-    "retry_backoff": ("retry_backoff", lambda x: _flag(x, "retry_backoff")),
-    "retry_delay_max": ("retry_delay_max_ms", lambda x: _seconds(x, "retry_delay_max", positive=True)),
-    "timeout": ("timeout_ms", lambda x: _seconds(x, "timeout", positive=True)),
-    "retention": ("retention_ms", lambda x: _seconds(x, "retention", positive=True)),
-    "delete_after": ("delete_after_ms", lambda x: _seconds(x, "delete_after")),
-    "dead_letter": ("dead_letter", lambda x: None if x is None else v.name(x, "dead_letter")),
-    "concurrency_limit": ("concurrency_limit", lambda x: _limit(x, "concurrency_limit")),
-    "group_limit": ("group_limit", lambda x: _limit(x, "group_limit")),
-    # A rate is two columns: (N, period_ms).
-    "rate_limit": ("rate_limit,rate_period_ms", lambda x: _rate(x, "rate_limit")),
-    "group_rate_limit": ("group_rate_limit,group_rate_period_ms", lambda x: _rate(x, "group_rate_limit")),
-    "fairness": ("fairness", _fairness),
-}
 
 #: Enqueue options this module adds to ``jobs.enqueue`` (seconds, like ``delay``/``timeout``).
 JOB_OPTIONS: dict[str, tuple[str, Any]] = {
@@ -178,38 +123,6 @@ JOB_OPTIONS: dict[str, tuple[str, Any]] = {
     "debounce": ("debounce_ms", lambda x: _seconds(x, "debounce", positive=True)),
     "singleton_next_slot": ("singleton_next_slot", lambda x: _flag(x, "singleton_next_slot")),
 }
-_QUEUE_ONLY = {"policy", "concurrency_limit", "group_limit", "rate_limit", "group_rate_limit", "fairness"}
-
-
-def _queue_settings(name: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Validated ``{column: value}`` for the options given (``_UNSET`` ones left out)."""
-    out: dict[str, Any] = {}
-    for option, value in options.items():
-        if value is _UNSET:
-            continue
-        column, check = _QUEUE_OPTIONS[option]
-        checked = check(value)
-        if "," in column:
-            out.update(zip(column.split(","), checked, strict=True))
-        else:
-            out[column] = checked
-    if out.get("dead_letter") == name:
-        raise InvalidArgument(f"queue {name!r} cannot be its own dead-letter queue")
-    return out
-
-
-def _refuse_cycle(name: str, graph: dict[str, str | None]) -> None:
-    """:class:`DeadLetterCycle` when following dead-letter queues from ``name`` comes back to it:
-    along such a cycle one job's copies would die and be copied forever (docs/queues.md)."""
-    path, current = [name], graph.get(name)
-    while current is not None and len(path) <= len(graph):
-        path.append(current)
-        if current == name:
-            raise DeadLetterCycle(
-                f"queue {name!r} cannot dead-letter to {graph[name]!r}: the dead-letter queues would form "
-                f"a cycle ({' -> '.join(path)}), along which one job's copies would run forever",
-                queue=name, cycle=path)
-        current = graph.get(current)
 
 
 def _apply_defaults(j: NewJob, q: tuple | None, current: Callable[[], int]) -> bool:
@@ -265,7 +178,7 @@ class Queues:
         are left as they are; pass ``None`` to clear one back to the built-in default). Answers
         the record. Durations are seconds (or timedeltas).
 
-        ``policy`` is one of :data:`POLICIES` and may change only while the queue holds no live
+        ``policy`` is one of :data:`tenure.queue_settings.POLICIES` and may change only while the queue holds no live
         (pending, leased or failed) job: :class:`QueueNotEmpty` otherwise."""
         settings = _queue_settings(v.name(name, "queue"), dict(
             policy=policy, max_attempts=max_attempts, retry_delay=retry_delay, retry_backoff=retry_backoff,

@@ -39,7 +39,7 @@ from .cron import Cron, parse
 from .errors import InvalidArgument, InvalidSchedule, TenureError
 
 if TYPE_CHECKING:
-    from .engine.base import NewJob
+    from .engine.rows import NewJob
     from .store import Store
 
 log = logging.getLogger("tenure.schedules")

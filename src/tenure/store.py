@@ -19,8 +19,9 @@ from .errors import (
     StoreClosed,
     TenureError,
 )
-from .jobs import Jobs, Transaction
+from .jobs import Jobs
 from .open_tx import OpenTransactions
+from .transaction import Transaction
 
 if TYPE_CHECKING:
     from .maintenance import Maintainer
@@ -244,6 +245,13 @@ class Store:
             self._wake_local()
 
     # -- local coordination (same-process wake-up and cancellation) -------------------------------
+    def _create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:
+        """``store.jobs.create_worker``: the worker package sits above the job semantics, so the
+        store (above both) is what makes one."""
+        from .worker import Worker
+
+        return Worker(self, handlers, **options)
+
     def _wake_local(self) -> None:
         for hook in list(self._wake_hooks):
             try:

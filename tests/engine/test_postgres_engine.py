@@ -28,10 +28,11 @@ T0 = 1_700_000_000_000
 psycopg = pytest.importorskip("psycopg")
 
 import tenure  # noqa: E402
-from tenure.engine.base import JOB_COLUMNS, RECLAIMED_INDEX, TOKEN_INDEX, NewJob, Settle  # noqa: E402
 from tenure.engine.migrate import load_migrations  # noqa: E402
 from tenure.engine.postgres import engine as pg_engine  # noqa: E402
+from tenure.engine.postgres import session as pg_session  # noqa: E402
 from tenure.engine.postgres.engine import PostgresEngine  # noqa: E402
+from tenure.engine.rows import JOB_COLUMNS, RECLAIMED_INDEX, TOKEN_INDEX, NewJob, Settle  # noqa: E402
 from tenure.engine.sqlite.engine import SQLiteEngine  # noqa: E402
 from tenure.errors import (  # noqa: E402
     InvalidType,
@@ -511,8 +512,8 @@ def test_the_claim_reads_the_partial_indexes_at_100k_pending(engine, schema):
         for mode in ("auto", "force_generic_plan"):
             conn.execute(f"SET plan_cache_mode = {mode}")
             for name, (kinds, queues) in shapes.items():
-                sql = pg_engine._claim_sql(kinds, queues, limit=100)
-                params = pg_engine._claim_params(kinds, queues, "w", 30_000, T0, 100)
+                sql = pg_session._claim_sql(kinds, queues, limit=100)
+                params = pg_session._claim_params(kinds, queues, "w", 30_000, T0, 100)
                 plan = _plan(conn, sql, params)
                 index = "tenure_jobs_claim " if queues else "tenure_jobs_claim_any"
                 assert f"Index Scan using {index}" in plan + " ", f"{name} ({mode}):\n{plan}"
@@ -878,8 +879,8 @@ def test_claim_plan_stops_early_before_the_statistics_know_the_rows(url, schema)
             raw.execute("ANALYZE tenure_jobs")  # statistics of an empty table
             for start in range(0, 10_000, 5_000):
                 store.jobs.enqueue_many([{"kind": "k", "payload": {"i": i}} for i in range(start, start + 5_000)])
-            sql = pg_engine._claim_sql(["k"], None, limit=1)
-            params = pg_engine._claim_params(["k"], None, "w", 30_000, None, 1)
+            sql = pg_session._claim_sql(["k"], None, limit=1)
+            params = pg_session._claim_params(["k"], None, "w", 30_000, None, 1)
             raw.execute("BEGIN")
             plan = "\n".join(r[0] for r in raw.execute("EXPLAIN " + sql, params))
             raw.execute("ROLLBACK")

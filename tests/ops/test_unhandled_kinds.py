@@ -21,7 +21,7 @@ import tenure
 from tenure import kinds
 from tenure.dashboard import create_app
 from tenure.dashboard.insights import Insights
-from tenure.engine.base import QueuedKindRow
+from tenure.engine.rows import QueuedKindRow
 
 
 def _until(pred, what: str, timeout: float = 20.0):

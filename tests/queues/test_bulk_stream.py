@@ -12,7 +12,7 @@ import multiprocessing as mp
 import pytest
 
 import tenure
-from tenure.jobs import STREAM_MIN_JOBS
+from tenure.jobs_base import STREAM_MIN_JOBS
 
 from . import _procs
 from ._helpers import jobs_in, raw, refused
@@ -110,7 +110,7 @@ def test_postgres_streams_with_copy(store, monkeypatch):
     """On PostgreSQL such a bulk never takes the INSERT path (it is the COPY)."""
     if store.dialect != "postgres":
         pytest.skip("SQLite inserts a bulk in one transaction (no COPY)")
-    from tenure.engine.postgres.engine import PostgresSession
+    from tenure.engine.postgres.session import PostgresSession
 
     def refuse(*_a, **_k):
         raise AssertionError("job_insert called for a streamable bulk")

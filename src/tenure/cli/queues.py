@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..queues import POLICIES
+from ..queue_settings import POLICIES
 from ..records import STATES
 from .common import (
     _close,

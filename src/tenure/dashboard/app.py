@@ -33,11 +33,10 @@ import hashlib
 import hmac
 import html
 import ipaddress
-import json
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,9 +48,10 @@ from starlette.staticfiles import StaticFiles
 
 from ..attempt_history import attempt_rows
 from ..engine import redact_url
-from ..errors import InvalidArgument, InvalidType, QueueNotFound, StorageError, TenureError
+from ..errors import InvalidArgument, TenureError
 from ..records import STATES
 from .hosts import HostAllowList
+from .http import _base, _error, _Guard, _json, _status_for
 from .insights import Insights
 
 if TYPE_CHECKING:
@@ -68,15 +68,6 @@ LIST_ERROR_CHARS = 300
 #: A job page lists at most this many steps of its composition.
 COMPOSITION_STEPS = 500
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-SECURITY_HEADERS = [
-    (b"content-security-policy", CSP.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"cross-origin-opener-policy", b"same-origin"),
-]
 
 PAGES = {"overview": "Overview", "jobs": "Jobs", "job": "Job", "run": "Workflow run",
          "schedules": "Schedules", "workers": "Workers"}
@@ -446,81 +437,6 @@ and in the <code>tenure</code> CLI.</p></noscript>
 
         body, content_type = render(self.registry)
         return Response(body, media_type=content_type, headers={"cache-control": "no-store"})
-
-
-def _base(request: Request) -> str:
-    return (request.scope.get("root_path") or "").rstrip("/")
-
-
-def _json(data: Any, status: int = 200) -> Response:
-    return Response(json.dumps(data, default=str), status_code=status, media_type="application/json",
-                    headers={"cache-control": "no-store"})
-
-
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"ok": False, "error": code, "message": message}, status_code=status,
-                        headers={"cache-control": "no-store"})
-
-
-def _status_for(exc: TenureError) -> int:
-    if isinstance(exc, InvalidArgument | InvalidType) or exc.code.startswith("TN1"):
-        return 400
-    if isinstance(exc, QueueNotFound):
-        return 404
-    if isinstance(exc, StorageError):
-        return 503
-    return 409
-
-
-class _Guard:
-    """Pure-ASGI middleware: the host check (hosts.py) and the token check for every HTTP route
-    but /healthz, and the security headers on every response."""
-
-    def __init__(self, app: Any, dash: Dashboard) -> None:
-        self.app = app
-        self.dash = dash
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        root = scope.get("root_path") or ""
-        path = scope.get("path", "")
-        if root and path.startswith(root):
-            path = path[len(root):]
-
-        async def send_secured(message: MutableMapping[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                headers = [h for h in message.get("headers", [])
-                           if h[0].lower() not in {k for k, _ in SECURITY_HEADERS}]
-                message = {**message, "headers": headers + SECURITY_HEADERS}
-            await send(message)
-
-        if path != "/healthz":
-            hosts = [v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"]
-            server = scope.get("server")
-            verdict = self.dash.hosts.check_host(hosts, server[0] if server else None)
-            if verdict.status is not None:
-                resp = JSONResponse({"ok": False, "error": "host" if verdict.status == 400 else "misdirected",
-                                     "message": verdict.message}, status_code=verdict.status,
-                                    headers={"cache-control": "no-store"})
-                await resp(scope, receive, send_secured)
-                return
-        if path != "/healthz" and self.dash.token is not None:
-            auth = None
-            for k, v in scope.get("headers", []):
-                if k == b"authorization":
-                    auth = v.decode("latin-1")
-                    break
-            if not self.dash.authorized(auth):
-                resp = JSONResponse({"ok": False, "error": "unauthorized",
-                                     "message": "this dashboard needs its token (Bearer, or basic-auth password)"},
-                                    status_code=401,
-                                    headers={"www-authenticate": 'Basic realm="tenure", charset="UTF-8"',
-                                             "cache-control": "no-store"})
-                await resp(scope, receive, send_secured)
-                return
-        await self.app(scope, receive, send_secured)
 
 
 def create_app(store: Store, *, auth_token: str | None = None, username: str | None = None,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..rate_window import GROUP_SCOPE, QUEUE_SCOPE, Rate, Window, blocked_until, load
-from .base import JobRow
+from .rows import JobRow
 
 #: Index of ``group_key`` in a job row (engine.base.JOB_COLUMNS).
 _GROUP_KEY = 18
@@ -178,7 +178,6 @@ def claim_queue(c: LimitedClaimer, lim: QueueLimits, now: int, limit: int, *, re
     if save:
         c.save_windows(lim.name, save)
     return out
-
 
 
 def record_starts(c: LimitedClaimer, lim: QueueLimits, now: int, rows: Sequence[JobRow]) -> None:

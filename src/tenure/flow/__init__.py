@@ -23,10 +23,11 @@ store API — ``ctx.checkpoints``, ``ctx.cancelled``, ``jobs.fail``.
 
 from __future__ import annotations
 
+from .context import RunInterrupted, TaskContext, TaskFailed
 from .document import DEFAULT_MAX_PARALLEL, Flow, Node
 from .identity import RUN_NODE, RunIdentity, input_hash, task_versions_hash
 from .registry import Registry, TaskImpl
-from .runner import FlowHandler, RunInterrupted, Runner, TaskContext, TaskFailed
+from .runner import FlowHandler, Runner
 from .runs import DESCRIBE_VERSION, describe_run, restart
 
 __all__ = [

@@ -65,7 +65,7 @@ class DistributedRun:
         self.values = values
 
     def execute(self) -> Any:
-        from .runner import TaskFailed, _make_dead
+        from .context import TaskFailed, _make_dead
 
         ctx, store = self.ctx, self.ctx.store
         records = {k[len(NODE_JOB_PREFIX):]: val for k, val in ctx.checkpoints.load().items()
@@ -87,7 +87,7 @@ class DistributedRun:
             return self._output()
         if ctx.cancelled.is_set():
             from ..errors import TenureError
-            from .runner import RunInterrupted
+            from .context import RunInterrupted
 
             reason = ctx.cancelled.reason
             if isinstance(reason, TenureError):
@@ -109,7 +109,7 @@ class DistributedRun:
         """Record the values of finished node jobs (and mark the dead ones); answers the ids of
         the node jobs still open."""
         from ..durable import _refused, _save
-        from ..jobs import row_to_job
+        from ..job_rows import row_to_job
 
         started = {n: r for n, r in records.items() if n not in self.values and not r.get("failed")}
         if not started:
@@ -184,7 +184,7 @@ class NodeHandler:
         self._bound = bound
 
     def __call__(self, payload: Any, ctx: JobContext) -> Any:
-        from .runner import TaskContext, _make_dead
+        from .context import TaskContext, _make_dead
 
         bound = self._bound
         flow = bound.flow

@@ -25,142 +25,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..durable import Park, Steps
+from ..durable import Park
 from ..errors import FENCE_CODES, InvalidArgument, InvalidType, ResumeMismatch, TenureError
 from ..jobs import DEFAULT_LEASE_MS
+from .context import RunInterrupted, TaskContext, TaskFailed, _make_dead
 from .document import Flow
 from .identity import RUN_NODE, RunIdentity, differences, is_legacy, refuse
 from .registry import RESERVED_PREFIX, Registry, TaskImpl
 
 if TYPE_CHECKING:
-    from ..records import Job
     from ..store import Store
-    from ..worker import CancelEvent, JobContext, StopResult, Worker
+    from ..worker import JobContext, StopResult, Worker
 
 log = logging.getLogger("tenure.flow")
 
 #: How often (seconds) a run's scheduler looks at the cancellation event while tasks run.
 CANCEL_POLL = 0.02
-
-
-class TaskFailed(RuntimeError):
-    """A task raised (or returned a value that cannot be stored). The attempt fails with this
-    message in ``last_error`` and is retried like any failed job; ``__cause__`` is the original."""
-
-    def __init__(self, message: str, *, node_id: str, task: str) -> None:
-        super().__init__(message)
-        self.node_id = node_id
-        self.task = task
-
-
-class RunInterrupted(RuntimeError):
-    """The run stopped because its cancellation was set (the worker stopping) before every node
-    finished. The attempt fails; a later attempt resumes from the saved nodes."""
-
-    def __init__(self, message: str, reason: Any = None) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-class TaskContext:
-    """What a task receives: the run's input, its dependencies' values, the run's cancellation and
-    the run id to thread into side effects as an idempotency key (checklist 7.6, 7.7)."""
-
-    __slots__ = ("node_id", "task", "version", "input", "needs", "flow", "_job_ctx", "_steps", "_run_id")
-
-    def __init__(self, job_ctx: JobContext, flow: str, node_id: str, impl: TaskImpl, run_input: Any,
-                 needs: Mapping[str, Any], run_id: str | None = None) -> None:
-        self._job_ctx = job_ctx
-        self._run_id = run_id  # a distributed run's node job runs under its own job id
-        self.flow = flow
-        self.node_id = node_id
-        self.task = impl.name
-        self.version = impl.version
-        self.input = run_input
-        self.needs: Mapping[str, Any] = MappingProxyType(dict(needs))
-        self._steps: Steps | None = None
-
-    def __getitem__(self, node_id: str) -> Any:
-        """The value of a node this one needs."""
-        try:
-            return self.needs[node_id]
-        except KeyError:
-            raise KeyError(f"node {self.node_id!r} does not need {node_id!r} "
-                           f"(its needs: {sorted(self.needs)})") from None
-
-    @property
-    def run_id(self) -> str:
-        """The run id, which is the run's job id (also in a distributed run's node job)."""
-        return self._run_id or self._job_ctx.job.id
-
-    job_id = run_id
-
-    @property
-    def idempotency_key(self) -> str:
-        """Stable across every attempt of the run: ``"<run id>:<node id>"``. Pass it to what the
-        task touches so a re-run after a crash does not repeat an effect."""
-        return f"{self.run_id}:{self.node_id}"
-
-    @property
-    def cancelled(self) -> CancelEvent:
-        """The run's cancellation: the job handler's own ``ctx.cancelled`` (``is_set()``,
-        ``wait(timeout)``, ``await wait_async()``, ``reason``)."""
-        return self._job_ctx.cancelled
-
-    @property
-    def job(self) -> Job:
-        return self._job_ctx.job
-
-    @property
-    def attempt(self) -> int:
-        return self._job_ctx.lease.attempt
-
-    @property
-    def generation(self) -> int:
-        """The generation of the attempt running this task (what its checkpoint is stamped with)."""
-        return self._job_ctx.lease.generation
-
-    @property
-    def store(self) -> Store:
-        return self._job_ctx.store
-
-    # -- durable steps (tenure.durable): the node parks; the run holds no slot meanwhile -------
-    def _durable(self) -> Steps:
-        if self._steps is None:
-            job_ctx = self._job_ctx
-            self._steps = Steps(job_ctx.store, lambda: job_ctx.lease, scope=f"{self.node_id}:")
-        return self._steps
-
-    def sleep(self, seconds: Any) -> None:
-        """Durable sleep: the run parks for ``seconds`` (no slot, no lease); when it is claimed
-        again this node runs again from its start and this step returns at once."""
-        self._durable().sleep(seconds)
-
-    def sleep_until(self, when: Any) -> None:
-        """Durable sleep until ``when`` (epoch ms or a datetime)."""
-        self._durable().sleep_until(when)
-
-    def wait_for_signal(self, key: str, timeout: Any = None) -> Any:
-        """The payload of the next signal of ``key`` (``store.signals.send``), the run parked
-        until it comes; :class:`tenure.errors.SignalTimeout` after ``timeout`` seconds."""
-        return self._durable().wait_for_signal(key, timeout)
-
-    def map(self, kind: str, payloads: Any, **options: Any) -> list[Any]:
-        """Dynamic fan-out: one child job of ``kind`` per payload, spread over every worker; their
-        results in order once all are done (the run parked until then)."""
-        return self._durable().map(kind, payloads, **options)
-
-    def call(self, kind: str, payload: Any = None, **options: Any) -> Any:
-        """A child job or a child workflow (``call("other-flow", {"input": ...})``) and its result."""
-        return self._durable().call(kind, payload, **options)
-
-    def __repr__(self) -> str:
-        return f"<TaskContext run={self.run_id!r} node={self.node_id!r} task={self.task!r}@{self.version!r}>"
 
 
 class _Bound:
@@ -212,15 +96,6 @@ class FlowHandler:
 
             return DistributedRun(bound, ctx, run_input, values).execute()
         return _Run(bound, ctx, run_input, values).execute()
-
-
-def _make_dead(ctx: JobContext, err: TenureError) -> None:
-    """A refusal no retry can cure: settle the attempt ``dead`` now, with the refusal as
-    ``last_error``. The worker's own settlement of the same attempt is then a no-op."""
-    try:
-        ctx.store.jobs.fail(ctx.lease, err, dead=True)
-    except TenureError as exc:
-        log.warning("could not mark run %s dead after a refused resume: %s", ctx.job.id, exc)
 
 
 def _restore(ctx: JobContext, bound: _Bound, identity: RunIdentity) -> dict[str, Any]:

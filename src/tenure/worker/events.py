@@ -13,6 +13,7 @@ The names (each counts from zero over the worker's lifetime):
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from ..errors import InvalidArgument
 
@@ -22,11 +23,12 @@ NAMES = ("turns", "idle", "settle_batches", "keeper_ticks")
 class Milestones:
     """Counters of :data:`NAMES` with a condition to wait on (thread-safe)."""
 
-    __slots__ = ("_cv", "_counts")
+    __slots__ = ("_cv", "_counts", "_waiters")
 
     def __init__(self) -> None:
         self._cv = threading.Condition(threading.Lock())
         self._counts = dict.fromkeys(NAMES, 0)
+        self._waiters = 0  # notify only when somebody waits: a mark is on the worker's hot path
 
     def _check(self, name: str) -> None:
         if name not in self._counts:
@@ -36,7 +38,8 @@ class Milestones:
         """Count one more ``name`` and wake whoever waits for it."""
         with self._cv:
             self._counts[name] += 1
-            self._cv.notify_all()
+            if self._waiters:
+                self._cv.notify_all()
 
     def count(self, name: str) -> int:
         """How many ``name`` milestones so far."""
@@ -48,11 +51,19 @@ class Milestones:
         seconds pass (False)."""
         self._check(name)
         with self._cv:
-            return self._cv.wait_for(lambda: self._counts[name] >= at_least, timeout)
+            return self._waiting(lambda: self._counts[name] >= at_least, timeout)
 
     def wait_more(self, name: str, n: int = 1, timeout: float | None = None) -> bool:
         """Block until ``name`` is reached ``n`` more times from now (True), or ``timeout`` passes."""
         self._check(name)
         with self._cv:
             target = self._counts[name] + n
-            return self._cv.wait_for(lambda: self._counts[name] >= target, timeout)
+            return self._waiting(lambda: self._counts[name] >= target, timeout)
+
+    def _waiting(self, predicate: Callable[[], bool], timeout: float | None) -> bool:
+        """``wait_for`` counted in ``_waiters`` (called holding the condition)."""
+        self._waiters += 1
+        try:
+            return self._cv.wait_for(predicate, timeout)
+        finally:
+            self._waiters -= 1

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _validate as v
 from ..errors import FENCE_CODES, LeaseNotHeld, NestedRootCall, OperationWithdrawn, TenureError
-from ..jobs import Transaction, refusal
+from ..fence import refusal
+from ..transaction import Transaction
 from .lifecycle import DETACHED, RUNNING
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ SIBLING_POLL_S = 0.002
 
 
 class HandlerTransaction(Transaction):
-    """A :class:`tenure.jobs.Transaction` whose commit also completes the job, fenced."""
+    """A :class:`tenure.transaction.Transaction` whose commit also completes the job, fenced."""
 
     def __init__(self, store, session, attempt: Attempt) -> None:
         super().__init__(store, session)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import QueuedKindRow
+from ..rows import QueuedKindRow
 
 #: Jobs per queue per state (callers cache it for a couple of seconds).
 QUEUE_STATE_COUNTS = "SELECT queue, state, count(*) FROM tenure_jobs GROUP BY queue, state"

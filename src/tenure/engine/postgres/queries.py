@@ -14,7 +14,7 @@ Every parameter carries an explicit cast: psycopg sends a small Python int as in
 from __future__ import annotations
 
 from ...errors import WorkerLost
-from ..base import JOB_COLUMNS
+from ..rows import JOB_COLUMNS
 
 COLS = ", ".join(JOB_COLUMNS)
 J_COLS = ", ".join(f"j.{c}" for c in JOB_COLUMNS)
@@ -518,57 +518,6 @@ UPDATE tenure_jobs j SET progress = json_build_object('fraction', %(fraction)s::
 WHERE j.id = %(id)s::text AND {_FENCE.format(token="%(token)s::text")}
 """
 
-# -- administration -------------------------------------------------------------------------------
-
-COUNTS = "SELECT state, count(*) FROM tenure_jobs GROUP BY state"
-
-# Keyset page by id; the engine appends only the filters a call uses (an "IS NULL OR" filter
-# would keep a prepared plan from using an index).
-PAGE = f"SELECT {COLS} FROM tenure_jobs WHERE true{{filters}} ORDER BY id {{direction}} LIMIT %(limit)s"
-# Newest first (page(order="newest")): the same keyset walked down the primary key.
-PAGE_AFTER_DESC = " AND id < %(after)s::text"
-PAGE_FILTERS = {
-    "state": " AND state = %(state)s::text",
-    "kind": " AND kind = %(kind)s::text",
-    "queue": " AND queue = %(queue)s::text",
-    "tag": " AND tags IS NOT NULL AND tags::jsonb @> jsonb_build_array(%(tag)s::text)",
-    "after": " AND id > %(after)s::text",
-}
-
-# Bulk administration (tenure.bulk_admin): the ids a filter matches, by id, among the rows the
-# operation may touch (MATCH_ELIGIBLE); one bounded batch per call, continued with "after".
-MATCH = f"WITH {CLOCK} SELECT id FROM tenure_jobs WHERE true{{filters}} ORDER BY id LIMIT %(limit)s"
-MATCH_FILTERS = {**PAGE_FILTERS, "before": " AND created_at < %(before)s::bigint"}
-MATCH_ELIGIBLE = {
-    "cancel": " AND state IN ('pending', 'failed', 'leased')",
-    "requeue": f" AND (state IN ('failed', 'dead', 'cancelled') OR (state = 'leased' AND lease_until <= {NOW}))",
-    "delete": f" AND NOT (state = 'leased' AND lease_until > {NOW})",
-}
-# Never a job with a live lease: its running attempt would lose the row under it. FOR UPDATE
-# waits for a concurrent settlement or claim, so the lease test reads the row as it ends up.
-DELETE_JOBS = f"""
-WITH {CLOCK},
-doomed AS (SELECT id FROM tenure_jobs WHERE id = ANY(%(ids)s::text[]) FOR UPDATE),
-gone AS (DELETE FROM tenure_jobs j USING doomed d WHERE j.id = d.id
-         AND NOT (j.state = 'leased' AND j.lease_until > {NOW}) RETURNING j.id),
-checkpoints AS (DELETE FROM tenure_checkpoints WHERE run_id IN (SELECT id FROM gone))
-SELECT id FROM gone
-"""
-
-# Up to :limit settled jobs older than the horizon, oldest first, and their checkpoints, in one
-# statement. FOR UPDATE SKIP LOCKED: a row being requeued right now is re-checked (or skipped),
-# never deleted as the pending job it just became.
-SWEEP = """
-WITH doomed AS (
-  SELECT id FROM tenure_jobs
-  WHERE state IN ('done', 'dead', 'cancelled') AND updated_at < %(before)s::bigint
-  ORDER BY updated_at, id LIMIT %(limit)s
-  FOR UPDATE SKIP LOCKED),
-checkpoints AS (DELETE FROM tenure_checkpoints WHERE run_id IN (SELECT id FROM doomed)),
-jobs AS (DELETE FROM tenure_jobs WHERE id IN (SELECT id FROM doomed) RETURNING 1)
-SELECT count(*) FROM jobs
-"""
-
 # -- checkpoints ----------------------------------------------------------------------------------
 
 # Fenced upsert: the row is written only if the job's lease is current. FOR SHARE holds the job
@@ -591,40 +540,6 @@ SELECT node_id, value, generation FROM tenure_checkpoints
 WHERE run_id = %(run_id)s::text AND generation <= %(max_generation)s::int ORDER BY node_id
 """
 
-# -- dependencies (docs/composition.md; the settlement side is migration 0013's trigger) ----------
-
-JOB_STATES = "SELECT id, state FROM tenure_jobs WHERE id = ANY(%(ids)s::text[])"
-# The row update locks each parent to the end of the enqueue's transaction: a settlement of it
-# waits, and its trigger then reads the committed edges (migration 0013).
-MARK_PARENTS = """
-UPDATE tenure_jobs SET has_dependents = 1 WHERE id = ANY(%(ids)s::text[])
-RETURNING id, state
-"""
-ADD_DEPENDENCIES = """
-INSERT INTO tenure_dependencies (job_id, parent_id, position, policy, released)
-SELECT * FROM unnest(%(jobs)s::text[], %(parents)s::text[], %(positions)s::int[], %(policies)s::text[],
-                     %(released)s::int[])
-ON CONFLICT DO NOTHING
-"""
-SET_WAITING = """
-UPDATE tenure_jobs j SET waiting_on = t.n
-FROM unnest(%(ids)s::text[], %(counts)s::int[]) AS t(id, n) WHERE j.id = t.id
-"""
-CANCEL_DEPENDENT = f"""
-WITH {CLOCK}
-UPDATE tenure_jobs SET state = 'cancelled', last_error = %(error)s::text, updated_at = {NOW}
-WHERE id = %(id)s::text AND state = 'pending'
-"""
-PARENTS_OF = f"""
-SELECT d.parent_id, d.position, d.policy, d.released, {J_COLS}
-FROM tenure_dependencies d LEFT JOIN tenure_jobs j ON j.id = d.parent_id
-WHERE d.job_id = %(id)s::text ORDER BY d.position
-"""
-DEPENDENTS_OF = f"""
-SELECT d.job_id, d.position, d.policy, d.released, {J_COLS}
-FROM tenure_dependencies d LEFT JOIN tenure_jobs j ON j.id = d.job_id
-WHERE d.parent_id = %(id)s::text ORDER BY d.job_id
-"""
 
 # -- migrations -----------------------------------------------------------------------------------
 

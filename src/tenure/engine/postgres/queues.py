@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...rate_window import Rate
-from ..base import NewJob, new_job_params
 from ..limited import rewindowed
+from ..rows import NewJob, new_job_params
 from . import queries as Q
+from .conn import _atomic
 
 QUEUE_COLS = ("name, policy, max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, timeout_ms, "
               "retention_ms, delete_after_ms, dead_letter, concurrency_limit, group_limit, paused, created_at, "
@@ -177,8 +178,6 @@ class PostgresQueuesMixin:
     @contextmanager
     def queue_atomic(self) -> Iterator[None]:
         """One transaction for several statements (joins the caller's open one)."""
-        from .engine import _atomic
-
         with _atomic(self._conn):
             yield
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..base import JOB_COLUMNS
+from ..rows import JOB_COLUMNS
 
 COLS = ", ".join(JOB_COLUMNS)
 SETTLED = "('done', 'dead', 'cancelled')"

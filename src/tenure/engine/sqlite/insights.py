@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import QueuedKindRow
+from ..rows import QueuedKindRow
 
 #: Jobs per queue per state. A full pass over the jobs table (one covering read per row): callers
 #: cache the answer for a couple of seconds (see tenure.dashboard.insights).

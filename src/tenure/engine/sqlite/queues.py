@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...rate_window import Rate
-from ..base import NewJob, new_job_params
 from ..limited import rewindowed
+from ..rows import NewJob, new_job_params
 from . import queries as Q
 
 QUEUE_COLS = ("name, policy, max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, timeout_ms, "

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..base import JOB_COLUMNS
+from ..rows import JOB_COLUMNS
 
 COLS = ", ".join(JOB_COLUMNS)
 SETTLED = "('done', 'dead', 'cancelled')"

@@ -1,0 +1,85 @@
+"""Engine rows to public records: a job row to a frozen :class:`~tenure.records.Job` (JSON decoded,
+token dropped) or a :class:`~tenure.records.Claim`."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from . import _sanitize
+from .engine.rows import RECLAIMED_INDEX, TOKEN_INDEX, JobRow
+from .errors import (
+    UnreadableJob,
+)
+from .records import Claim, Job, Lease, Progress, Undecodable
+
+if TYPE_CHECKING:
+    pass
+
+
+#: The largest lease generation a row can hold (an INTEGER column on both engines).
+MAX_GENERATION = 2**31 - 1
+
+_loads = json.loads
+
+
+def _decoded(r: JobRow) -> Job:
+    """The public record for an engine row: JSON decoded, token dropped. Raises what the decoder
+    raises on a column that cannot be decoded."""
+    p, res, h, e, t, m = r[2], r[11], r[21], r[22], r[24], r[25]
+    return Job(r[0], r[1], None if p is None else _loads(p), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+               None if res is None else _loads(res), r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19],
+               r[20], None if h is None else _loads(h), [] if e is None else _loads(e), r[23],
+               [] if t is None else _loads(t), {} if m is None else _loads(m), _progress(r[26]),
+               r[27] or 0)
+
+
+def _progress(text: str | None) -> Progress | None:
+    """The stored progress column as a record; None when absent or unreadable (progress is a
+    report, never a reason to hide the job)."""
+    if text is None:
+        return None
+    try:
+        d = _loads(text)
+        return Progress(float(d["fraction"]), d.get("note"), d.get("at"), d.get("attempt"))
+    except Exception:  # noqa: BLE001 - foreign text in a report column
+        return None
+
+
+def row_to_job(r: JobRow) -> Job:
+    """The public record for an engine row: JSON decoded, token dropped. Never fails on what the
+    row holds: a column that cannot be decoded reads as a :class:`~tenure.records.Undecodable`
+    marker, so ``get()``, ``page()`` and every listing still show the job."""
+    try:
+        return _decoded(r)
+    except Exception:  # noqa: BLE001 - RecursionError, ValueError: whatever foreign text holds
+        return _tolerant(r)
+
+
+def _tolerant(r: JobRow) -> Job:
+    """:func:`_decoded`, each column that cannot be decoded read as an Undecodable marker."""
+    dec = _sanitize.decode_column
+    e, t, m = r[22], r[24], r[25]
+    return Job(r[0], r[1], dec(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], dec(r[11]),
+               r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], dec(r[21]),
+               [] if e is None else dec(e), r[23], [] if t is None else dec(t), {} if m is None else dec(m),
+               _progress(r[26]), r[27] or 0)
+
+
+def row_to_claim(r: JobRow) -> Claim:
+    """The claim of a freshly leased row; :class:`UnreadableJob` (TN0008) when a column cannot be
+    decoded (the caller settles that job dead alone, :meth:`Jobs._claims`)."""
+    try:
+        job = _decoded(r)
+    except Exception as exc:
+        job = _tolerant(r)
+        bad = [(name, value) for name, value in (("payload", job.payload), ("result", job.result),
+                                                 ("headers", job.headers)) if isinstance(value, Undecodable)]
+        if bad or not isinstance(job.errors, Undecodable):  # an unreadable history alone still runs
+            why = "; ".join(f"{name}: {val.reason}" for name, val in bad) or \
+                f"{type(exc).__name__}: {_sanitize.message(exc)}"
+            raise UnreadableJob(f"job {r[0]!r} cannot be decoded ({why}); it was settled dead without "
+                                "running", job_id=r[0]) from exc
+    assert job.lease_owner is not None and job.lease_until is not None  # a claimed row is leased
+    return Claim(job, Lease(job.id, r[TOKEN_INDEX], job.lease_generation, job.attempts, job.lease_owner,
+                            job.lease_until), bool(r[RECLAIMED_INDEX]))

@@ -1,0 +1,85 @@
+"""``with store.transaction() as tx``: the application's SQL and tenure's outbox in one
+transaction (:class:`Transaction`), and its job view ``tx.jobs`` (:class:`TxJobs`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from .engine.base import Session
+from .errors import (
+    ScopeSettled,
+    TenureError,
+)
+from .jobs_base import _JobsBase
+
+if TYPE_CHECKING:
+    from .store import Store
+    from .worker import Worker
+
+
+class TxJobs(_JobsBase):
+    """``tx.jobs``: the transactional outbox. Runs in exactly its transaction; refused after it."""
+
+    def __init__(self, store: Store, tx: Any) -> None:
+        self._store = store
+        self._tx = tx
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        # tenure's own statements in the transaction answer coded errors; the application's
+        # (tx.execute) are its own and pass through store.transaction() unchanged.
+        with self._tx._scoped_session() as s:
+            try:
+                yield s
+            except TenureError:
+                raise
+            except Exception as exc:
+                err = self._store.engine.classify(exc)
+                if err is exc:
+                    raise
+                raise err from exc
+
+    def _after_enqueue(self) -> None:
+        self._tx._enqueued = True
+
+    def _atomic_session(self):
+        return self._session()
+
+    def create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:
+        """A worker is root-owned even when created here: it is not bound to this transaction."""
+        return self._store.jobs.create_worker(handlers, **options)
+
+
+class Transaction:
+    """``with store.transaction() as tx``: the application's SQL and tenure's outbox in one
+    transaction. ``tx.execute`` runs app SQL; ``tx.jobs`` enqueues; both die with the block."""
+
+    def __init__(self, store: Store, session: Session) -> None:
+        self._store = store
+        self._session_obj: Session | None = session
+        self._enqueued = False
+        self.jobs = TxJobs(store, self)
+
+    def _scoped_session(self):
+        from contextlib import nullcontext
+
+        if self._session_obj is None:
+            raise ScopeSettled("this transaction has committed or rolled back; its tx.jobs (and any "
+                               "checkpoint store made from it) cannot be used any more")
+        return nullcontext(self._session_obj)
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        """Run the application's own SQL in this transaction (the dialect's placeholders)."""
+        with self._scoped_session() as s:
+            return s.execute(sql, params)
+
+    @property
+    def connection(self) -> Any:
+        """The driver connection of this transaction, to hand to the application's own code."""
+        with self._scoped_session() as s:
+            return s.connection
+
+    def _settle(self) -> None:
+        self._session_obj = None

@@ -366,3 +366,22 @@ def test_cancelling_a_parent_cancels_the_children_it_is_waiting_for(any_store, s
     assert any_store.jobs.cancel(run) is not None
     children = [any_store.jobs.get(f"cf~fan:1.{i}") for i in range(3)]
     assert [c.state for c in children] == ["cancelled"] * 3  # in the cancel's own transaction
+
+
+def test_cancelling_a_job_cancels_its_childrens_children_too(any_store):
+    def top(payload, ctx):
+        return ctx.map("mid", [1])
+
+    def mid(payload, ctx):
+        return ctx.map("leaf", [1, 2])  # "leaf" has no handler here: they stay pending
+
+    worker = any_store.jobs.create_worker({"top": top, "mid": mid}, poll_interval=0.02).start()
+    try:
+        jid = any_store.jobs.enqueue("top", None, id="t")
+        parked(any_store, jid, 1)
+        parked(any_store, "t~1.0", 1)
+        assert any_store.jobs.cancel(jid) is not None
+    finally:
+        worker.stop(2)
+    states = {i: any_store.jobs.get(i).state for i in ("t", "t~1.0", "t~1.0~1.0", "t~1.0~1.1")}
+    assert states == {"t": "cancelled", "t~1.0": "cancelled", "t~1.0~1.0": "cancelled", "t~1.0~1.1": "cancelled"}

@@ -18,7 +18,20 @@ share. ``tenure`` (the console script) is :func:`main`.
 from __future__ import annotations
 
 # Importing each command module registers its commands on ``main``.
-from . import dashboard, demo, enqueue, jobs, maintain, migrate, queues, runs, schedules, stats, worker
+from . import (
+    dashboard,
+    demo,
+    enqueue,
+    jobs,
+    maintain,
+    migrate,
+    queues,
+    runs,
+    schedules,
+    signals,
+    stats,
+    worker,
+)
 from .common import (
     _SECRETS,
     EXIT_ERROR,
@@ -35,5 +48,5 @@ from .common import (
 __all__ = [
     "EXIT_ERROR", "EXIT_USAGE", "_SECRETS", "_one_line", "_remember_secret", "dashboard", "demo", "emit_json",
     "enqueue", "jobs", "main", "maintain", "migrate", "open_store", "parse_duration", "queues", "render_table",
-    "runs", "schedules", "stats", "worker",
+    "runs", "schedules", "signals", "stats", "worker",
 ]

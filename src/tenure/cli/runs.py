@@ -60,7 +60,8 @@ def _print_run(data: Any) -> None:
         print_table(["field", "value"], [(k, _short(v, 80)) for k, v in head])
     nodes = data.get("nodes")
     if isinstance(nodes, list) and nodes and isinstance(nodes[0], dict):
-        cols = [c for c in ("id", "task", "needs", "status", "generation", "value") if any(c in n for n in nodes)]
+        cols = [c for c in ("id", "task", "needs", "status", "generation", "value", "waiting")
+                if any(n.get(c) not in (None, []) or c in ("id", "status") for n in nodes)]
         print_table(cols, [[_short(json.dumps(n.get(c), default=_jsonable) if isinstance(n.get(c), dict | list)
                                    else n.get(c), 50) for c in cols] for n in nodes])
     for k, v in data.items():

@@ -146,3 +146,23 @@ def test_signature_options_and_repr(app):
     first, second = handle.jobs()
     assert (first.queue, first.priority) == ("q", 5) and second.queue == "default"
     assert handle.cancel() == {"cancelled": 2, "requested": 0}
+
+
+def test_a_plain_handler_reads_its_parents_through_ctx(live_store):
+    seen = {}
+
+    def merge(payload, ctx):
+        seen["parents"] = [(d.parent_id, d.job.state, d.job.result) for d in ctx.parents]
+        return "merged"
+
+    jobs = live_store.jobs
+    jobs.enqueue("part", id="p1")
+    jobs.enqueue("merge", id="m", depends_on=["p1"])
+    worker = jobs.create_worker({"part": lambda payload, ctx: 41, "merge": merge}, poll_interval=0.05).start()
+    try:
+        from tenure.app import Handle
+
+        assert Handle("m", live_store).result(timeout=20) == "merged"
+    finally:
+        worker.stop()
+    assert seen["parents"] == [("p1", "done", 41)]

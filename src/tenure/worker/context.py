@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OperationWithdrawn
-from ..records import Job, Lease
+from ..records import Dependency, Job, Lease
 from .lifecycle import DETACHED
 
 if TYPE_CHECKING:
@@ -59,6 +59,13 @@ class JobContext:
     @property
     def store(self) -> Store:
         return self._attempt.worker.store
+
+    @property
+    def parents(self) -> list[Dependency]:
+        """This job's parents (``enqueue(depends_on=...)``) in the order it listed them, each with
+        the parent's record: its state, result and last error (docs/composition.md). Read from
+        the store at each access; [] for a job without dependencies."""
+        return self._attempt.worker.store.jobs.dependencies(self._attempt.job.id)
 
     def progress(self, fraction: float, note: str | None = None) -> bool:
         """Report how far the job is: ``fraction`` in [0, 1], an optional ``note`` (at most 200

@@ -464,7 +464,8 @@ class App:
         observer see its outcomes. The ``include`` modules are imported first (:meth:`autodiscover`)."""
         self.autodiscover()
         if not self.tasks:
-            raise InvalidArgument("this app has no tasks to run")
+            raise InvalidArgument("this app has no tasks to run: declare one with @app.task, or import the "
+                                  "modules that do (App(include=[...]), tenure worker --include MODULE)")
         for queue, settings in self.queue_settings.items():
             self.store.queues.create(queue, **settings)
         observers = [fn for fn in (options.get("on_outcome"), *self._outcome_hooks) if fn is not None]

@@ -272,6 +272,10 @@ def load_app(spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        missing = getattr(exc, "name", None)
+        if missing and not (module_name == missing or module_name.startswith(missing + ".")):
+            # The module exists; something it imports does not (a dependency, a typo inside it).
+            raise click.BadParameter(f"importing {module_name!r} failed: {exc}", param_hint="APP") from None
         raise click.BadParameter(f"cannot import {module_name!r}: {exc}", param_hint="APP") from None
     try:
         app = getattr(module, attr)
@@ -279,11 +283,14 @@ def load_app(spec: str) -> Any:
         raise click.BadParameter(f"{module_name!r} has no attribute {attr!r}", param_hint="APP") from None
     from ..app import App
 
-    if isinstance(app, App):
-        try:
-            app.autodiscover(*included())  # App(include=...) and tenure worker --include
-        except TenureError as exc:
-            raise click.BadParameter(str(exc), param_hint="--include") from None
+    if not isinstance(app, App):
+        raise click.BadParameter(
+            f"{spec!r} is a {type(app).__name__}, not a tenure.App: name the App its tasks are declared "
+            f"on (app = tenure.App(...) in {module_name}, then {module_name}:app)", param_hint="APP")
+    try:
+        app.autodiscover(*included())  # App(include=...) and tenure worker --include
+    except TenureError as exc:
+        raise click.BadParameter(str(exc), param_hint="--include") from None
     return app
 
 

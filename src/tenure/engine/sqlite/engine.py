@@ -328,8 +328,19 @@ class SQLiteEngine(Engine):
         if "full" in msg:
             return StorageFull(f"the disk holding {self.path!r} is full; nothing was written")
         if "unable to open" in msg or "disk i/o" in msg:
-            return StoreUnavailable(f"cannot open or read {self.path!r}: {exc}")
+            return StoreUnavailable(f"cannot open or read {self.path!r}: {exc}{_missing_directory(self.path)}")
         return StorageError(f"SQLite error on {self.path!r}: {exc}")
+
+
+def _missing_directory(path: str) -> str:
+    """A hint for SQLite's bare "unable to open database file": the file's directory is missing
+    (SQLite creates the file, never its directory)."""
+    if path.startswith("file:") or path == ":memory:":
+        return ""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(directory):
+        return ""
+    return f" (its directory {directory!r} does not exist; create it first)"
 
 
 def _column_exists(conn: sqlite3.Connection, stmt: str) -> bool:

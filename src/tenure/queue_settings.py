@@ -3,6 +3,7 @@ fairness, policy), the settings a queue row stores, and the dead-letter chain wi
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from . import _validate as v
@@ -38,6 +39,25 @@ def _limit(value: Any, what: str) -> int | None:
     return v.positive_int(value, what, maximum=_LIMIT_MAX, allow_none=True)
 
 
+#: Largest round-robin weight, and most groups with a weight of their own.
+MAX_WEIGHT = 1_000
+MAX_WEIGHTED_GROUPS = 10_000
+
+
+def _weights(value: Any) -> str | None:
+    """``{group_key: weight}`` (weights 1 to :data:`MAX_WEIGHT`) -> its JSON text; None clears."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidType(f"group_weights must be a dict of group key -> weight, got {type(value).__name__}")
+    if len(value) > MAX_WEIGHTED_GROUPS:
+        raise InvalidArgument(f"group_weights names {len(value)} groups: at most {MAX_WEIGHTED_GROUPS:,}")
+    for key, weight in value.items():
+        v.key(key, "a group_weights key")
+        v.positive_int(weight, f"the weight of group {key!r}", maximum=MAX_WEIGHT)
+    return json.dumps(dict(sorted(value.items())), separators=(",", ":"))
+
+
 def _fairness(value: Any) -> str | None:
     if value is None:
         return None
@@ -61,7 +81,8 @@ def _policy(value: Any) -> str:
     return value
 
 
-_QUEUE_ONLY = {"policy", "concurrency_limit", "group_limit", "rate_limit", "group_rate_limit", "fairness"}
+_QUEUE_ONLY = {"policy", "concurrency_limit", "group_limit", "rate_limit", "group_rate_limit", "fairness",
+               "group_weights"}
 
 
 def _queue_settings(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -113,4 +134,5 @@ _QUEUE_OPTIONS: dict[str, tuple[str, Any]] = {
     "rate_limit": ("rate_limit,rate_period_ms", lambda x: _rate(x, "rate_limit")),
     "group_rate_limit": ("group_rate_limit,group_rate_period_ms", lambda x: _rate(x, "group_rate_limit")),
     "fairness": ("fairness", _fairness),
+    "group_weights": ("group_weights", _weights),
 }

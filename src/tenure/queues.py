@@ -12,6 +12,7 @@ dead-letter copy, for a redrive, and for a publish.
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
@@ -68,13 +69,16 @@ class Queue:
     group_rate_limit: str | None = None
     #: ``"round_robin"``: the claim serves the group keys in turn (None: in claim order).
     fairness: str | None = None
+    #: Round-robin weights by group key (a group of weight w is served w times as often); others 1.
+    group_weights: dict[str, int] | None = None
 
 
 def _queue(row: tuple) -> Queue:
     return Queue(row[0], row[1], row[2], row[3], None if row[4] is None else bool(row[4]), row[5], row[6],
                  row[7], row[8], row[9], row[10], row[11], bool(row[12]), row[13], row[14],
                  None if row[15] is None else format_rate(row[15], row[16]),
-                 None if row[17] is None else format_rate(row[17], row[18]), row[19])
+                 None if row[17] is None else format_rate(row[17], row[18]), row[19],
+                 None if row[20] is None else json.loads(row[20]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +177,8 @@ class Queues:
                timeout: Any = _UNSET, retention: Any = _UNSET, delete_after: Any = _UNSET,
                dead_letter: str | None = _UNSET, concurrency_limit: int | None = _UNSET,
                group_limit: int | None = _UNSET, rate_limit: str | None = _UNSET,
-               group_rate_limit: str | None = _UNSET, fairness: str | None = _UNSET) -> Queue:
+               group_rate_limit: str | None = _UNSET, fairness: str | None = _UNSET,
+               group_weights: dict[str, int] | None = _UNSET) -> Queue:
         """Create queue ``name``, or set the given options on it if it exists (options not given
         are left as they are; pass ``None`` to clear one back to the built-in default). Answers
         the record. Durations are seconds (or timedeltas).
@@ -184,7 +189,8 @@ class Queues:
             policy=policy, max_attempts=max_attempts, retry_delay=retry_delay, retry_backoff=retry_backoff,
             retry_delay_max=retry_delay_max, timeout=timeout, retention=retention, delete_after=delete_after,
             dead_letter=dead_letter, concurrency_limit=concurrency_limit, group_limit=group_limit,
-            rate_limit=rate_limit, group_rate_limit=group_rate_limit, fairness=fairness))
+            rate_limit=rate_limit, group_rate_limit=group_rate_limit, fairness=fairness,
+            group_weights=group_weights))
         return self._put(name, settings, create=True)
 
     def update(self, name: str, *, policy: str = _UNSET, max_attempts: int | None = _UNSET,
@@ -192,7 +198,8 @@ class Queues:
                timeout: Any = _UNSET, retention: Any = _UNSET, delete_after: Any = _UNSET,
                dead_letter: str | None = _UNSET, concurrency_limit: int | None = _UNSET,
                group_limit: int | None = _UNSET, rate_limit: str | None = _UNSET,
-               group_rate_limit: str | None = _UNSET, fairness: str | None = _UNSET) -> Queue:
+               group_rate_limit: str | None = _UNSET, fairness: str | None = _UNSET,
+               group_weights: dict[str, int] | None = _UNSET) -> Queue:
         """Change the given options of an existing queue (``None`` clears one); answers the new
         record. :class:`QueueNotFound` when there is no such queue. New values apply to jobs
         enqueued from now on, and the limits to the next claim."""
@@ -200,7 +207,8 @@ class Queues:
             policy=policy, max_attempts=max_attempts, retry_delay=retry_delay, retry_backoff=retry_backoff,
             retry_delay_max=retry_delay_max, timeout=timeout, retention=retention, delete_after=delete_after,
             dead_letter=dead_letter, concurrency_limit=concurrency_limit, group_limit=group_limit,
-            rate_limit=rate_limit, group_rate_limit=group_rate_limit, fairness=fairness))
+            rate_limit=rate_limit, group_rate_limit=group_rate_limit, fairness=fairness,
+            group_weights=group_weights))
         return self._put(name, settings, create=False)
 
     def _put(self, name: str, settings: dict[str, Any], *, create: bool) -> Queue:

@@ -25,6 +25,10 @@ def test_queues_create_update_and_show_rate_limits(cli, cli_url):
     text = cli("queues", "show", "api").out
     assert "6000/min" in text and "group g1" in text
     assert "rate" in cli("queues", "list").out.lower()
+    weighted = cli("queues", "update", "api", "--group-weight", "gold=3", "--group-weight", "silver=2", "--json").json()
+    assert weighted["record"]["group_weights"] == {"gold": 3, "silver": 2}
+    assert cli("queues", "update", "api", "--group-weight", "none", "--json").json()["record"]["group_weights"] is None
+    assert "TN1001" in cli("queues", "update", "api", "--group-weight", "gold=0", expect=2).err
     bad = cli("queues", "update", "api", "--rate-limit", "fast", expect=1)
     assert "TN3004" in bad.err
     missing = cli("queues", "update", "nope", "--rate-limit", "1/s", expect=1)

@@ -111,3 +111,28 @@ def test_round_robin_takes_jobs_without_a_group_too(store):
     store.jobs.enqueue("k", "g", queue="f", group_key="G")
     store.jobs.enqueue("k", "none", queue="f")
     assert sorted(_names(store.jobs.claim_many("k", owner="w", limit=5))) == ["g", "none"]
+
+
+def test_weighted_round_robin_serves_a_group_in_proportion_to_its_weight(store, other):
+    store.queues.create("w", fairness="round_robin", group_weights={"gold": 3})
+    assert store.queues.get("w").group_weights == {"gold": 3}
+    store.jobs.enqueue_many([{"kind": "k", "payload": i, "queue": "w", "group_key": g}
+                             for g in ("gold", "b", "c") for i in range(100)])
+    served = {"gold": 0, "b": 0, "c": 0}
+    for n in range(50):
+        view = store if n % 2 else other  # the turns are shared: any process continues the rotation
+        c = view.jobs.claim("k", owner="w")
+        served[c.job.group_key] += 1
+        view.jobs.complete(c.lease)
+    assert 28 <= served["gold"] <= 32 and 9 <= served["b"] <= 11 and 9 <= served["c"] <= 11, served
+    batch = store.jobs.claim_many("k", owner="w", limit=5)   # one claim of several follows the same turns
+    assert sorted(c.job.group_key for c in batch).count("gold") >= 3
+
+
+def test_group_weights_are_validated_and_written_nowhere_when_bad(store):
+    for bad in ({"g": 0}, {"g": 1001}, {"g": "3"}, ["g"], {1: 2}):
+        with pytest.raises((tenure.errors.InvalidArgument, tenure.errors.InvalidType)):
+            store.queues.create("w", fairness="round_robin", group_weights=bad)
+    assert store.queues.list() == []
+    store.queues.create("w", group_weights={"a": 2})
+    assert store.queues.update("w", group_weights=None).group_weights is None

@@ -70,6 +70,8 @@ def _queue_options(fn: Callable) -> Callable:
                      help="The same, for each group key separately; 'none' clears."),
         click.option("--fairness", default=None, type=click.Choice(["round_robin", "none"]),
                      help="round_robin: the claim rotates over group keys; 'none' clears."),
+        click.option("--group-weight", "group_weights", multiple=True, metavar="KEY=WEIGHT",
+                     help="Round-robin weight of a group key (repeat for several); 'none' clears them."),
         click.option("--policy", default=None, type=click.Choice(list(POLICIES))),
     ]):
         fn = option(fn)
@@ -85,7 +87,22 @@ def _settings(opts: dict[str, Any]) -> dict[str, Any]:
             value = parse_duration(value, "--" + key.replace("_", "-"))
         if key in ("rate_limit", "group_rate_limit", "fairness") and value.lower() == "none":
             value = None
+        if key == "group_weights":
+            if not value:
+                continue
+            value = None if list(value) == ["none"] else _weights(value)
         out[key] = value
+    return out
+
+
+def _weights(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``("gold=3", "silver=2")`` -> ``{"gold": 3, "silver": 2}`` (the API checks the values)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, weight = pair.rpartition("=")
+        if not sep:
+            raise click.BadParameter(f"{pair!r}: write KEY=WEIGHT", param_hint="--group-weight")
+        out[key] = int(weight) if weight.strip().isdigit() else weight
     return out
 
 

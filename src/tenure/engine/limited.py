@@ -14,7 +14,7 @@ it writes is seen by the next claimer: the limits hold across processes and host
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -24,6 +24,9 @@ from .rows import JobRow
 
 #: Index of ``group_key`` in a job row (engine.base.JOB_COLUMNS).
 _GROUP_KEY = 18
+#: How far a group of weight 1 moves in the round-robin's virtual time when it is served; a group
+#: of weight w moves STRIDE // w (MAX_WEIGHT divides it evenly up to 1 000).
+STRIDE = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,8 @@ class QueueLimits:
     rate: Rate | None = None
     group_rate: Rate | None = None
     fairness: str | None = None
+    #: Round-robin weights by group key (others weigh 1).
+    weights: dict[str, int] | None = None
 
     @property
     def one_at_a_time(self) -> bool:
@@ -58,9 +63,9 @@ class LimitedClaimer(Protocol):
     def save_windows(self, queue: str, rows: Sequence[tuple[int, str, str, int, int]]) -> None:
         """Upsert ``(scope, group_key, starts, blocked_until, turn)`` rows."""
 
-    def fair_groups(self, queue: str, now: int) -> list[str]:
-        """The group keys with queued jobs in the queue whose group rate window is open, served
-        longest ago first (never served first), then by key."""
+    def fair_groups(self, queue: str, now: int) -> list[tuple[str, int]]:
+        """``(group_key, turn)`` of the groups with queued jobs in the queue whose group rate
+        window is open, lowest turn first (never served: 0), then by key."""
 
     def next_group_open(self, queue: str, now: int) -> int | None:
         """The earliest ``blocked_until`` after ``now`` among the queue's group windows."""
@@ -101,8 +106,9 @@ def claim_queue(c: LimitedClaimer, lim: QueueLimits, now: int, limit: int, *, re
     - ``rate_limit``: no more starts than the queue's window allows at ``now``;
     - ``group_rate_limit``: groups whose window is closed skipped (in SQL, one probe each), and a
       group whose window this claim fills skipped by the next statement;
-    - ``fairness="round_robin"``: the groups with queued jobs are tried served-longest-ago first,
-      one job each in turn; each group served gets the next turn of the queue.
+    - ``fairness="round_robin"``: the groups with queued jobs are tried lowest turn first, one job
+      each; serving a group moves its turn on by ``STRIDE // weight`` from the queue's virtual
+      time (stride scheduling), so groups take turns, a group of weight w w times as often.
 
     The window rows the claim used are written back (starts recorded at ``now``) before it
     returns, in the caller's transaction. ``wake_at``: when nothing more could start because of a
@@ -115,7 +121,12 @@ def claim_queue(c: LimitedClaimer, lim: QueueLimits, now: int, limit: int, *, re
         if lim.rate is not None and qwin.allowance(now) <= 0:
             out.wake_at = qwin.next_open(now)
             return out
-    order: deque[str] | None = deque(c.fair_groups(lim.name, now)) if lim.fairness else None
+    # fairness: the groups as a heap of (turn, key); serving one moves its turn on by STRIDE over
+    # its weight from the queue's virtual time (stride scheduling: weight w, w times as often).
+    order: list[tuple[int, str]] | None = None
+    if lim.fairness:
+        order = [(turn, key) for key, turn in c.fair_groups(lim.name, now)]
+        heapq.heapify(order)
     closed: list[str] = []  # groups whose rate window this claim filled
     touched: dict[str, Window] = {}
     while len(out.rows) < limit:
@@ -141,14 +152,14 @@ def claim_queue(c: LimitedClaimer, lim: QueueLimits, now: int, limit: int, *, re
         group = None
         if order is not None:
             skip = set(full or ())
-            while order and order[0] in skip:
-                order.popleft()
-            group = order[0] if order else None
+            while order and order[0][1] in skip:
+                heapq.heappop(order)
+            group = order[0][1] if order else None
         rows, reclaimed = c.claim(lim.name, want, full_groups=full, group=group,
                                   group_rate=lim.group_rate is not None, revive=revive and not out.rows)
         if not rows:
             if order is not None and group is not None:
-                order.popleft()  # nothing of it is due (or eligible): the next group
+                heapq.heappop(order)  # nothing of it is due (or eligible): the next group
                 continue
             if lim.group_rate is not None and not out.rows:
                 out.wake_at = c.next_group_open(lim.name, now)
@@ -163,12 +174,14 @@ def claim_queue(c: LimitedClaimer, lim: QueueLimits, now: int, limit: int, *, re
                 w.started += 1
                 touched[key] = w
                 if lim.fairness is not None and qwin is not None:
-                    qwin.turn += 1
-                    w.turn = qwin.turn
+                    base = max(w.turn, qwin.turn)
+                    qwin.turn = base  # the queue's virtual time: the turn of the group served last
+                    w.turn = base + STRIDE // (lim.weights or {}).get(key, 1)
                 if lim.group_rate is not None and w.allowance(now) <= 0 and key not in closed:
                     closed.append(key)
-        if order is not None and group is not None:
-            order.rotate(-1)  # served: to the back of the line
+        if order is not None and group is not None and order and order[0][1] == group:
+            served = touched.get(group)
+            heapq.heapreplace(order, (served.turn if served is not None else order[0][0] + STRIDE, group))
         if reclaimed:
             out.reclaimed = True
             break  # an expired lease leased again runs alone

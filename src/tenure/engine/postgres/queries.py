@@ -165,7 +165,7 @@ ONE_GROUP_FILTER = " AND j.group_key = %(only_group)s::text"
 # The limited queues (see LIMITED), in name order: the order their advisory locks are taken in.
 QUEUE_LIMITS = f"""
 SELECT name, concurrency_limit, group_limit, policy IN ('singleton', 'stately'), rate_limit, rate_period_ms,
-  group_rate_limit, group_rate_period_ms, fairness FROM tenure_queues
+  group_rate_limit, group_rate_period_ms, fairness, group_weights FROM tenure_queues
 WHERE {LIMITED}
 ORDER BY name
 """
@@ -201,7 +201,7 @@ WITH RECURSIVE g(k) AS (
           WHERE j.queue = %(queue)s::text AND j.group_key > g.k AND j.state IN ('pending', 'failed') AND j.waiting_on = 0
           ORDER BY j.group_key LIMIT 1)
   FROM g WHERE g.k IS NOT NULL)
-SELECT g.k FROM g LEFT JOIN tenure_rate_windows w ON w.queue = %(queue)s::text AND w.scope = 1 AND w.group_key = g.k
+SELECT g.k, coalesce(w.turn, 0) FROM g LEFT JOIN tenure_rate_windows w ON w.queue = %(queue)s::text AND w.scope = 1 AND w.group_key = g.k
 WHERE g.k IS NOT NULL AND coalesce(w.blocked_until, 0) <= %(now)s::bigint
 ORDER BY coalesce(w.turn, 0), g.k"""
 # Held to the end of the claim's transaction; every claimer of the queue takes it, in name order.

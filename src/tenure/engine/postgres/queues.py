@@ -20,14 +20,14 @@ from .conn import _atomic
 
 QUEUE_COLS = ("name, policy, max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, timeout_ms, "
               "retention_ms, delete_after_ms, dead_letter, concurrency_limit, group_limit, paused, created_at, "
-              "updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness")
+              "updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness, group_weights")
 #: Options a caller may set on a queue, with their SQL types (whitelisted before any SQL is built).
 QUEUE_SETTINGS = {
     "policy": "text", "max_attempts": "int", "retry_delay_ms": "bigint", "retry_backoff": "int",
     "retry_delay_max_ms": "bigint", "timeout_ms": "bigint", "retention_ms": "bigint", "delete_after_ms": "bigint",
     "dead_letter": "text", "concurrency_limit": "int", "group_limit": "int",
     "rate_limit": "int", "rate_period_ms": "bigint", "group_rate_limit": "int", "group_rate_period_ms": "bigint",
-    "fairness": "text",
+    "fairness": "text", "group_weights": "text",
 }
 LIVE = "('pending', 'leased', 'failed')"
 #: Columns whose change recomputes the queue's rate windows.

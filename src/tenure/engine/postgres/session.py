@@ -55,8 +55,8 @@ class _LimitedPostgres:
             "queue": queue, "scopes": [r[0] for r in rows], "keys": [r[1] for r in rows],
             "starts": [r[2] for r in rows], "blocked": [r[3] for r in rows], "turns": [r[4] for r in rows]})
 
-    def fair_groups(self, queue: str, now: int) -> list[str]:
-        return [r[0] for r in self._conn.execute(Q.FAIR_GROUPS, {"queue": queue, "now": now})]
+    def fair_groups(self, queue: str, now: int) -> list[tuple[str, int]]:
+        return [(r[0], r[1]) for r in self._conn.execute(Q.FAIR_GROUPS, {"queue": queue, "now": now})]
 
     def next_group_open(self, queue: str, now: int) -> int | None:
         return self._conn.execute(Q.RATE_WINDOW_NEXT_OPEN, {"queue": queue, "now": now}).fetchone()[0]
@@ -237,11 +237,12 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         letters may be claimed (the caller named the queues)."""
         conn = self._conn
         rows: list[JobRow] = []
-        for name, conc, group_limit, _serial, rate, rate_ms, grate, grate_ms, fairness in limits:
+        for name, conc, group_limit, _serial, rate, rate_ms, grate, grate_ms, fairness, weights in limits:
             if len(rows) >= limit:
                 break
             lim = QueueLimits(name, conc, group_limit, None if rate is None else Rate(rate, rate_ms),
-                              None if grate is None else Rate(grate, grate_ms), fairness)
+                              None if grate is None else Rate(grate, grate_ms), fairness,
+                              None if weights is None else json.loads(weights))
             at = now
             if at is None and (rate is not None or grate is not None or fairness is not None):
                 # The window arithmetic needs one instant: the database's, read under the lock.

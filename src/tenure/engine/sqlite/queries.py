@@ -131,7 +131,7 @@ RETURNING {COLS}, 1
 
 QUEUE_REGISTRY = """
 SELECT name, paused, concurrency_limit, group_limit, dead_letter, policy, rate_limit, rate_period_ms,
-  group_rate_limit, group_rate_period_ms, fairness
+  group_rate_limit, group_rate_period_ms, fairness, group_weights
 FROM tenure_queues"""
 # A claim that names no queue never takes a dead-letter copy (docs/queues.md, "Dead letters").
 NO_COPIES = " AND j.origin_queue IS NULL"
@@ -374,7 +374,7 @@ WITH RECURSIVE g(k) AS (
           WHERE queue = :queue AND group_key > g.k AND state IN ('pending', 'failed') AND waiting_on = 0
           ORDER BY queue, group_key LIMIT 1)
   FROM g WHERE g.k IS NOT NULL)
-SELECT g.k FROM g LEFT JOIN tenure_rate_windows w ON w.queue = :queue AND w.scope = 1 AND w.group_key = g.k
+SELECT g.k, coalesce(w.turn, 0) FROM g LEFT JOIN tenure_rate_windows w ON w.queue = :queue AND w.scope = 1 AND w.group_key = g.k
 WHERE g.k IS NOT NULL AND coalesce(w.blocked_until, 0) <= :now
 ORDER BY coalesce(w.turn, 0), g.k"""
 

@@ -20,11 +20,12 @@ from . import queries as Q
 
 QUEUE_COLS = ("name, policy, max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, timeout_ms, "
               "retention_ms, delete_after_ms, dead_letter, concurrency_limit, group_limit, paused, created_at, "
-              "updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness")
+              "updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness, group_weights")
 #: Options a caller may set on a queue (column names; whitelisted before any SQL is built).
 QUEUE_SETTINGS = ("policy", "max_attempts", "retry_delay_ms", "retry_backoff", "retry_delay_max_ms", "timeout_ms",
                   "retention_ms", "delete_after_ms", "dead_letter", "concurrency_limit", "group_limit",
-                  "rate_limit", "rate_period_ms", "group_rate_limit", "group_rate_period_ms", "fairness")
+                  "rate_limit", "rate_period_ms", "group_rate_limit", "group_rate_period_ms", "fairness",
+                  "group_weights")
 LIVE = "('pending', 'leased', 'failed')"
 #: Columns whose change recomputes the queue's rate windows.
 RATE_SETTINGS = frozenset({"rate_limit", "rate_period_ms", "group_rate_limit", "group_rate_period_ms"})

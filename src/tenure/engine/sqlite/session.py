@@ -50,8 +50,8 @@ class _LimitedSQLite:
     def save_windows(self, queue, rows) -> None:
         self._conn.executemany(Q.RATE_WINDOW_SAVE, [(queue, *r) for r in rows])
 
-    def fair_groups(self, queue: str, now: int) -> list[str]:
-        return [r[0] for r in self._conn.execute(Q.FAIR_GROUPS, {"queue": queue, "now": now})]
+    def fair_groups(self, queue: str, now: int) -> list[tuple[str, int]]:
+        return [(r[0], r[1]) for r in self._conn.execute(Q.FAIR_GROUPS, {"queue": queue, "now": now})]
 
     def next_group_open(self, queue: str, now: int) -> int | None:
         return self._conn.execute(Q.RATE_WINDOW_NEXT_OPEN, (queue, now)).fetchone()[0]
@@ -191,7 +191,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         # no queues named, skip every queue named as a dead-letter queue, and every copy.
         copies = wanted is not None
         letters = set() if copies else {r[4] for r in registry if r[4] is not None}
-        for name, paused, conc, group_limit, _, policy, rate, rate_ms, grate, grate_ms, fairness in registry:
+        for name, paused, conc, group_limit, _, policy, rate, rate_ms, grate, grate_ms, fairness, weights in registry:
             if paused or (wanted is not None and name not in wanted) or name in letters:
                 continue
             if (conc is None and group_limit is None and rate is None and grate is None and fairness is None
@@ -199,7 +199,8 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
                 free.append(name)
             else:
                 limited.append(QueueLimits(name, conc, group_limit, None if rate is None else Rate(rate, rate_ms),
-                                           None if grate is None else Rate(grate, grate_ms), fairness))
+                                           None if grate is None else Rate(grate, grate_ms), fairness,
+                                           None if weights is None else json.loads(weights)))
         if not free and not limited:
             return []
         # One write transaction: the reclaim, the dead-letter copies of what it settled dead, and

@@ -71,3 +71,18 @@ def test_maintain_without_once_runs_until_a_signal(cli, cli_url):
 def test_maintain_once_still_prints_one_pass(cli, flag):
     data = cli("maintain", flag, "--json").json()
     assert "passes" not in data and "deleted" in data
+
+
+def test_schedules_run_enqueues_the_job_now(cli, cli_url):
+    cli("schedules", "add", "nightly", "0 3 * * *", "reports.build", "--payload", '{"to": "ops"}', "--queue", "reports")
+    job_id = cli("schedules", "run", "nightly").out.strip()
+    store = tenure.connect(cli_url)
+    try:
+        job = store.jobs.get(job_id)
+        assert (job.kind, job.payload, job.queue, job.state) == ("reports.build", {"to": "ops"}, "reports", "pending")
+        assert store.schedules.get("nightly").last_fire_at is None
+    finally:
+        store.close()
+    missing = cli("schedules", "run", "nope", expect=1)
+    assert "no schedule 'nope'" in missing.err
+    assert cli("schedules", "run", "nope", "--json", expect=1).json()["job_id"] is None

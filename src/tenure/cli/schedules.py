@@ -106,3 +106,26 @@ def schedules_remove(name: str, url: str | None, key: str, as_json: bool) -> Non
         click.echo(f"schedule {name} removed" if removed else f"no schedule {name!r}")
     if not removed:
         sys.exit(EXIT_ERROR)
+
+
+@schedules.command("run")
+@click.argument("name")
+@url_option
+@click.option("--key", default="", help="The sub-key the schedule was added with.")
+@json_option
+def schedules_run(name: str, url: str | None, key: str, as_json: bool) -> None:
+    """Enqueue schedule NAME's job now (its kind, payload, queue and options; a fresh id); the
+    schedule keeps its own boundaries. Prints the job's id (the dashboard's Run now)."""
+    store = open_store(url)
+    try:
+        job_id = store.schedules.run_now(name, key=key)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"name": name, "key": key, "job_id": job_id})
+    elif job_id is not None:
+        click.echo(job_id)
+    else:
+        click.echo(f"no schedule {name!r}" + (f" with key {key!r}" if key else ""), err=True)
+    if job_id is None:
+        sys.exit(EXIT_ERROR)

@@ -148,6 +148,18 @@ VALUES (:id, :kind, :payload, 'pending', coalesce(:run_at, :now + :delay_ms), 0,
 ON CONFLICT DO NOTHING
 """
 
+# INSERT's bulk twin (executemany of a bulk without uniqueness keys): positional parameters, the
+# run time computed by the caller as INSERT computes it. Binding 25 named parameters per row
+# costs ~2 µs of a bulk row (issue 26).
+INSERT_ROWS = """
+INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
+  created_at, updated_at, queue, priority, timeout_ms, singleton_key, singleton_on, policy, group_key,
+  dead_letter, origin_id, retry_delay_ms, retry_backoff, retry_delay_max_ms, keep_until, delete_after_ms, last_error, headers,
+  tags, meta)
+VALUES (?, ?, ?, 'pending', ?, 0, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING
+"""
+
 FIND_SINGLETON = """
 SELECT id FROM tenure_jobs
 WHERE queue = :queue AND singleton_key = :singleton_key

@@ -102,7 +102,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         out: list[tuple[str, bool]] = []
         if len(jobs) > 1 and all(j.singleton_key is None for j in jobs):
             # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.
-            if conn.executemany(Q.INSERT, [_insert_params(j, now) for j in jobs]).rowcount == len(jobs):
+            if conn.executemany(Q.INSERT_ROWS, [_insert_row(j, now) for j in jobs]).rowcount == len(jobs):
                 return [(j.id, True) for j in jobs]
             # Some ids existed: answer per job (the rows are written; only the flags are unknown).
             return [(j.id, conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone()
@@ -424,6 +424,14 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
 
 
 _insert_params = new_job_params
+
+
+def _insert_row(j: NewJob, now: int) -> tuple:
+    """Q.INSERT_ROWS's parameters for ``j`` (Q.INSERT's, in column order)."""
+    return (j.id, j.kind, j.payload, now + j.delay_ms if j.run_at is None else j.run_at, j.max_attempts, now, now,
+            j.queue, j.priority, j.timeout_ms, j.singleton_key, j.singleton_on, j.policy, j.group_key, j.dead_letter,
+            j.origin_id, j.retry_delay_ms, None if j.retry_backoff is None else int(j.retry_backoff),
+            j.retry_delay_max_ms, j.keep_until, j.delete_after_ms, j.last_error, j.headers, j.tags, j.meta)
 
 
 def _claim_order(row: JobRow) -> tuple:

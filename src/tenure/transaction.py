@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .engine.base import Session
 from .errors import (
     ScopeSettled,
+    StorageError,
     TenureError,
 )
 from .jobs_base import _JobsBase
@@ -71,9 +72,23 @@ class Transaction:
         return nullcontext(self._session_obj)
 
     def execute(self, sql: str, params: Any = None) -> Any:
-        """Run the application's own SQL in this transaction (the dialect's placeholders)."""
+        """Run the application's own SQL in this transaction (the dialect's placeholders).
+
+        An error of the SQL itself (a constraint it violates, a syntax error: what the database
+        reports as a plain error) reaches the caller as the driver raised it, so the application
+        catches its own ``IntegrityError``. A verdict on the database rather than on the statement
+        (the connection lost, the disk full, a hard limit, a corrupt file, a lock that never
+        freed, a read-only store) is the coded error the rest of tenure raises for it."""
         with self._scoped_session() as s:
-            return s.execute(sql, params)
+            try:
+                return s.execute(sql, params)
+            except TenureError:
+                raise
+            except Exception as exc:
+                err = self._store.engine.classify(exc)
+                if err is exc or type(err) is StorageError:
+                    raise
+                raise err from exc
 
     @property
     def connection(self) -> Any:

@@ -111,15 +111,17 @@ def _corrupt_copy(tmp_path: Path) -> tuple[Path, Path]:
     store.jobs.enqueue_many([{"kind": "k", "payload": {"n": i, "pad": "x" * 200}} for i in range(300)])
     store.close()
     conn = sqlite3.connect(good)
-    page_size, pages = (
-        conn.execute("PRAGMA page_size").fetchone()[0],
-        conn.execute("PRAGMA page_count").fetchone()[0],
-    )
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    # The jobs table's root page: every read of a job row goes through it, whatever index a
+    # listing walks (a page "in the middle of the file" moved into an index no listing reads once
+    # later migrations added indexes).
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = 'tenure_jobs'").fetchone()
     conn.close()
+    assert root > 1
     bad = tmp_path / "bad.db"
     shutil.copy(good, bad)
-    with open(bad, "r+b") as fh:  # a page in the middle of the jobs table: its header overwritten
-        fh.seek(page_size * (pages // 2))
+    with open(bad, "r+b") as fh:  # the jobs table's root page: its header overwritten
+        fh.seek(page_size * (root - 1))
         fh.write(b"\xff" * 64)
     return good, bad
 

@@ -221,6 +221,19 @@ def test_demo_runs_a_real_worker(cli, tmp_path):
 
 
 @pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
+def test_demo_output_is_a_summary_without_the_deliberate_failures_tracebacks(cli, tmp_path):
+    """Job 13 fails once on purpose: counted in the summary, not logged as a WARNING traceback.
+    Piped (not a terminal), the demo prints no carriage-return progress; a second run on the same
+    file reports its own jobs, and the store's counts say they are the whole store's."""
+    url = f"sqlite:///{tmp_path}/demo.db"
+    cli("demo", "--jobs", "20", "--concurrency", "4", url=url, timeout=90)
+    res = cli("demo", "--jobs", "20", "--concurrency", "4", url=url, timeout=90)
+    assert res.err == "" and "\r" not in res.out, res.err
+    assert "worked 20 completions and 1 retried failures" in res.out
+    assert 'counts in the store: {"pending": 0, "leased": 0, "done": 40,' in res.out
+
+
+@pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
 def test_dashboard_command_serves_with_a_token(cli, cli_url):
     """``tenure dashboard`` as a real process: healthz open, everything else behind the token from
     $TENURE_DASHBOARD_TOKEN, the token never printed; SIGTERM stops it."""

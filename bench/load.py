@@ -1,4 +1,4 @@
-"""Load shapes the throughput scenarios do not cover (issue 26), each verified exactly-once in the
+"""Load shapes the throughput scenarios do not cover, each verified exactly-once in the
 store like every other scenario.
 
 * ``light_load``: two worker processes (``process_concurrency`` slots each, ``tenure worker``'s

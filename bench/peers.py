@@ -78,7 +78,7 @@ PINS = (
 )
 ALL_PEERS = ("tenure", "pgqueuer", "huey", "procrastinate")
 #: tenure's drains run at ``tenure worker``'s default concurrency unless --tenure-concurrency says
-#: otherwise (then a run at the defaults is added on PostgreSQL, for the issue 26 target).
+#: otherwise (then a run at the defaults is added on PostgreSQL, for the target).
 TENURE_CONCURRENCY = DEFAULT_CONCURRENCY
 
 POLL_MIN_S = 0.002
@@ -593,7 +593,7 @@ def render(out: dict[str, Any]) -> str:
     return rows_text + "\n" + "\n".join(ratio_lines(out))
 
 
-#: Issue 26's targets against pgqueuer, measured in the same run: (what, tenure system label,
+#: targets against pgqueuer, measured in the same run: (what, tenure system label,
 #: the result field, at least this many times pgqueuer's).
 RATIO_TARGETS = (
     ("drain, tenure worker's default settings", "tenure (defaults)", "jobs_per_s", 1.5),

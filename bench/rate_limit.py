@@ -1,4 +1,4 @@
-"""What a per-group rate limit costs the claim (issue 25): ``python -m bench.rate_limit [--url URL]
+"""What a per-group rate limit costs the claim: ``python -m bench.rate_limit [--url URL]
 [--groups 10000] [--free 500] [--claims 300]``.
 
 Two queues hold the same jobs: one pending job for each of ``--groups`` group keys, in random

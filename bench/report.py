@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: issue 9's targets, per engine: (key, label, comparison, threshold).
+#: targets, per engine: (key, label, comparison, threshold).
 TARGETS: dict[str, list[tuple[str, str, str, float]]] = {
     "sqlite": [
         ("drain_vs_floor", "worker drain / bare-SQL floor (unbatched)", ">=", 0.60),
@@ -86,7 +86,7 @@ def targets(engine: str, res: dict[str, Any], rat: dict[str, Any]) -> list[dict[
         if key == "churn_ratio" and "churn" in res:
             fresh_state = _get(res, "churn", "churned", "state_before_drain", "autovacuum")
             if fresh_state == "off":
-                limit = 0.5  # issue 26: >= 0.8 with autovacuum at its defaults, >= 0.5 with it off
+                limit = 0.5  # >= 0.8 with autovacuum at its defaults, >= 0.5 with it off
             label = (f"drain after serving {res['churn']['history_jobs']:,} jobs / fresh table"
                      + (f" (autovacuum {fresh_state})" if fresh_state else ""))
         if key in ("claim_depth_ratio", "claim_depth_ratio_analyzed") and depths:

@@ -29,7 +29,7 @@ OWNER = "bench"
 LEASE_MS = 30_000
 ALL_SCENARIOS = ("enqueue_one", "enqueue_many", "drain", "drain_processes", "latency", "claim_depth",
                  "floor", "rss", "light_load", "churn")
-#: Scenarios of bench/load.py (issue 26).
+#: Scenarios of bench/load.py.
 LOAD_SCENARIOS = ("light_load", "churn")
 
 
@@ -59,7 +59,7 @@ class Config:
     #: light_load: the light pace (jobs/s) and how long each phase enqueues (seconds).
     light_rate: int = 100
     load_seconds: float = 10.0
-    #: churn: jobs the table serves before the measured drain (issue 26 asks for 1 000 000; a
+    #: churn: jobs the table serves before the measured drain (the target asks for 1 000 000; a
     #: smaller history keeps the suite's run short, and the result states the number).
     churn_jobs: int = 200_000
 

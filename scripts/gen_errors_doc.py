@@ -10,8 +10,8 @@ import tenure.errors as E
 HEADER = """# Errors
 
 Every error tenure raises on purpose is a `tenure.errors.TenureError` with a stable `.code`. The
-codes keep the JOBS-FORMAT seed's numbers under tenure's prefix (seed `JD2066` is `TN2066`), so
-each traces to a row of `JOBS-FORMAT-checklist.md`. Catch the class; log or compare the code.
+codes keep the docs/spec.md seed's numbers under tenure's prefix (seed `JD2066` is `TN2066`), so
+each traces to a row of `docs/spec.md`. Catch the class; log or compare the code.
 Argument errors also subclass `ValueError`/`TypeError`, so existing `except ValueError` code works.
 Storage failures are classified (never a raw `sqlite3.OperationalError` or psycopg exception); a
 coded error passes through classification unchanged.

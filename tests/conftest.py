@@ -1,18 +1,62 @@
 """Shared fixtures: an injected clock and random, and stores on both engines.
 
 The ``engine_url`` / ``any_store`` fixtures are parametrised over SQLite and PostgreSQL. The
-PostgreSQL address comes from ``$TENURE_TEST_PG_URL`` (default: the local test server). Where no
-server is reachable the PostgreSQL half is skipped loudly — except under CI (``$CI`` set), where
-it fails instead, so parity is always proven there.
+PostgreSQL server comes from ``$TENURE_TEST_PG_URL`` (default: the local test server); the session
+works in a private database created next to it at start (``tenure_test_<random>``) and dropped at
+the end, and ``$TENURE_TEST_PG_URL`` names that database for the session (subprocesses included),
+so two runs can share one server. Where no server is reachable the PostgreSQL half is skipped
+loudly — except under CI (``$CI`` set), where it fails instead, so parity is always proven there.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-PG_URL = os.environ.get("TENURE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+#: The server (and the database to connect through) the run was given.
+BASE_PG_URL = os.environ.get("TENURE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+#: The session's own database (set by pytest_configure); the given one when it cannot be created.
+PG_URL = BASE_PG_URL
+_private: dict[str, str] = {}
+
+
+def _create_private_database(base: str) -> str | None:
+    """A new empty database next to ``base``'s, answered as a URL; None when the server is
+    unreachable or the role may not create databases (the run then uses ``base`` as is)."""
+    try:
+        import psycopg
+
+        with psycopg.connect(base, autocommit=True, connect_timeout=3) as admin:
+            name = f"tenure_test_{secrets.token_hex(6)}"
+            admin.execute(f'CREATE DATABASE "{name}"')
+    except Exception:  # noqa: BLE001 - unreachable or not allowed: the run says so where it needs it
+        return None
+    _private["name"] = name
+    return urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global PG_URL
+    url = _create_private_database(BASE_PG_URL)
+    if url is not None:
+        PG_URL = os.environ["TENURE_TEST_PG_URL"] = url
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    name = _private.pop("name", None)
+    if name is None:
+        return
+    os.environ["TENURE_TEST_PG_URL"] = BASE_PG_URL
+    import psycopg
+
+    try:
+        with psycopg.connect(BASE_PG_URL, autocommit=True, connect_timeout=10) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    except Exception as exc:  # noqa: BLE001 - a leftover database is reported, never fatal
+        print(f"\ntenure tests: could not drop the private database {name}: {exc}")
 
 
 class Clock:

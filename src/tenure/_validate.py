@@ -225,7 +225,7 @@ def duration_ms(value: Any, what: str, *, seconds: bool = False, positive: bool 
 
 
 #: One encoder for every payload: ``json.dumps`` with non-default arguments builds a new
-#: ``JSONEncoder`` per call (~1.5 µs of a bulk enqueue's row; issue 26).
+#: ``JSONEncoder`` per call (~1.5 µs of a bulk enqueue's row).
 _ENCODE = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode
 
 

@@ -1,4 +1,4 @@
-"""The error history of a job: one bounded entry per failed attempt (issue 22).
+"""The error history of a job: one bounded entry per failed attempt.
 
 Every fenced failure (``jobs.fail``, the worker's settlement of a handler that raised, a
 timeout) appends one entry to the row's ``errors`` in the same statement that settles the

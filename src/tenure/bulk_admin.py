@@ -1,4 +1,4 @@
-"""Admin at scale (issue 22): delete one job, and cancel / requeue / delete every job a filter
+"""Admin at scale: delete one job, and cancel / requeue / delete every job a filter
 matches, with a dry-run count (docs/operations.md, "Bulk cancel, requeue and delete").
 
 A filter is any of ``state``, ``kind``, ``queue``, ``tag`` and ``older_than`` (seconds: created

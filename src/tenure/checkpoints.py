@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 class Checkpoints:
     """The fenced checkpoint store of one attempt: node values saved under the job (run) id,
-    stamped with the attempt's generation (JOBS-FORMAT §7)."""
+    stamped with the attempt's generation (spec §7)."""
 
     def __init__(self, view: _JobsBase, lease: Lease | Callable[[], Lease]) -> None:
         self._view = view

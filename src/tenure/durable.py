@@ -1,5 +1,5 @@
 """Durable steps inside a job: sleep, wait for a signal, start children and join them — WITHOUT
-holding a worker slot or a lease meanwhile (issue 24, docs/workflows.md "Sleeping, signals and
+holding a worker slot or a lease meanwhile (docs/workflows.md "Sleeping, signals and
 children").
 
 A handler (``ctx`` is a :class:`tenure.worker.JobContext`) or a workflow task (a

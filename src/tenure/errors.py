@@ -1,9 +1,9 @@
 """The single table of tenure's errors.
 
 Every error tenure raises on purpose is a :class:`TenureError` with a stable
-``code``. Codes keep the JOBS-FORMAT seed's numbers under tenure's prefix
+``code``. Codes keep the docs/spec.md seed's numbers under tenure's prefix
 (the seed's ``JD2066`` is ``TN2066``), so each one traces back to a row of
-the conformance checklist. ``docs/errors.md`` documents the same table.
+docs/spec.md. ``docs/errors.md`` documents the same table.
 
 Argument errors subclass both :class:`TenureError` and the built-in
 ``TypeError``/``ValueError`` so ``except ValueError`` keeps working.
@@ -121,7 +121,7 @@ class ForeignConnection(InvalidArgument):
     code = "TN1010"
 
 
-# --- the fence (JOBS-FORMAT §3, §9) -----------------------------------------------------------
+# --- the fence (spec §3, §9) -----------------------------------------------------------
 
 
 class LeaseNotHeld(TenureError):

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def refusal(row: JobRow | None, lease: Lease, now: int, what: str) -> TenureError | None:
     """Why a fenced call on ``lease`` matched nothing; ``None`` means the same attempt already
-    settled the job (a repeat settlement is idempotent, checklist decision 1)."""
+    settled the job (a repeat settlement is idempotent, D1)."""
     if row is None:
         return LeaseNotHeld(f"cannot {what} job {lease.job_id!r}: no such job (swept, or never enqueued)",
                             job_id=lease.job_id)

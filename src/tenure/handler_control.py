@@ -1,5 +1,4 @@
-"""Control from inside a handler: raise :class:`Retry`, :class:`Snooze` or :class:`Discard`
-(issue 22), and the ``retry_on`` / ``discard_on`` task options.
+"""Control from inside a handler: raise :class:`Retry`, :class:`Snooze` or :class:`Discard`, and the ``retry_on`` / ``discard_on`` task options.
 
 Each is an exception the handler raises; the worker settles the attempt accordingly, through
 the fence like any settlement (a stale attempt's control is refused like its completion):

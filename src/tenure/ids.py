@@ -4,7 +4,7 @@ by id is sorting by creation time and "newest first" is a keyset walk of the pri
 
 Minted here, not by ``uuid.uuid7``: a bulk enqueue mints thousands at once (:func:`new_job_ids`,
 one clock read and one ``os.urandom`` call for the lot; ~0.6 µs an id against ~3.6 µs for the
-``uuid6`` package's, measured for issue 26). Layout per RFC 9562 §5.7: 48 bits of Unix time in
+``uuid6`` package's, measured). Layout per RFC 9562 §5.7: 48 bits of Unix time in
 ms, the version (7), 12 + 62 random bits around the variant. Ids minted by one process are
 strictly increasing, also within one millisecond and when the clock steps back (RFC 9562 §6.2,
 method 3: the random part of the last id plus one, carried into the time field when it

@@ -77,7 +77,7 @@ class JobAdmin(_JobsBase):
         is cancelled now (answers ``"cancelled"``); a running one is flagged, and its holder sets
         ``ctx.cancelled`` and settles it ``cancelled`` with its own lease within a second (answers
         ``"requested"``); ``"unchanged"`` when it already was cancelled. TN2065 for an unknown,
-        done or dead job. ``cancel()`` keeps JOBS-FORMAT's rules (a running job needs its lease)."""
+        done or dead job. ``cancel()`` keeps the rules of docs/spec.md (a running job needs its lease)."""
         return request_cancel(self._store, job_id)
 
     def requeue(self, job_id: str) -> bool:

@@ -1,6 +1,6 @@
-"""Cancel a job from anywhere: ``store.jobs.request_cancel(id)`` (issue 22; spec decision 11).
+"""Cancel a job from anywhere: ``store.jobs.request_cancel(id)`` (D11).
 
-``jobs.cancel()`` keeps JOBS-FORMAT's rules exactly: a claimed job needs its current lease
+``jobs.cancel()`` keeps the rules of docs/spec.md exactly: a claimed job needs its current lease
 (TN2068), and across processes lease expiry remains the timeout (§8.6). ``request_cancel`` is a
 separate request that any process may make, and no path it opens settles a leased job without
 that job's current lease:

@@ -58,7 +58,7 @@ log = logging.getLogger("tenure.jobs")
 
 def backoff_ms(attempt: int, rand: float, base_ms: int = DEFAULT_BACKOFF_BASE_MS,
                cap_ms: int = DEFAULT_BACKOFF_CAP_MS) -> int:
-    """``min(cap, base * 2^(attempt-1)) * (0.5 + rand/2)`` (JOBS-FORMAT §4), in whole ms."""
+    """``min(cap, base * 2^(attempt-1)) * (0.5 + rand/2)`` (spec §4), in whole ms."""
     raw = min(cap_ms, base_ms * (2 ** max(attempt - 1, 0)))
     return int(raw * (0.5 + rand / 2))
 
@@ -462,7 +462,7 @@ class Jobs(JobAdmin):
         it). ``next_after`` continues it.
 
         ``order="newest"`` walks the same keyset down (ids below ``after``): tenure's own ids are
-        time-ordered (UUIDv7), so that is newest first. The default ``"id"`` is JOBS-FORMAT's
+        time-ordered (UUIDv7), so that is newest first. The default ``"id"`` is docs/spec.md's
         ascending order (spec 10.2); ``"oldest"`` is the same as ``"id"``."""
         if order not in ("id", "oldest", "newest"):
             if not isinstance(order, str):
@@ -522,7 +522,7 @@ class Jobs(JobAdmin):
         return dependencies.requeue_composition(self._store, job_id)
 
     def create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:
-        """A worker over this store (JOBS-FORMAT §6). Always root-owned."""
+        """A worker over this store (spec §6). Always root-owned."""
         return self._store._create_worker(handlers, **options)
 
 

@@ -376,7 +376,7 @@ class _JobsBase:
         return None if row is None else row_to_job(row)
 
     def checkpoints(self, lease: Lease | Callable[[], Lease]) -> Checkpoints:
-        """The fenced checkpoint store of one attempt (JOBS-FORMAT §7). ``lease`` may be a
+        """The fenced checkpoint store of one attempt (spec §7). ``lease`` may be a
         callable answering the attempt's CURRENT lease, so renewals do not strand it."""
         if not (isinstance(lease, Lease) or callable(lease)):
             raise LeaseRequired("checkpoints() needs the attempt's Lease")

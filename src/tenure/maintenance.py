@@ -29,7 +29,7 @@ vacuum backstop           leader    PostgreSQL: ``VACUUM (ANALYZE) tenure_jobs``
                                     acts only where autovacuum is off or falling behind)
 ========================  ========  ==========================================================
 
-Attempts whose worker vanished are otherwise recovered by lease expiry, as JOBS-FORMAT §5 says:
+Attempts whose worker vanished are otherwise recovered by lease expiry, as spec §5 says:
 the next claim takes an expired lease. The maintainer does not fail them (the attempt count
 already grows at the reclaim), it only shortens long leases of workers known to be dead.
 

@@ -42,7 +42,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from .dashboard.insights import Insights
+    from .insights import Insights
     from .store import Store
     from .worker import Worker
 
@@ -73,7 +73,7 @@ class StoreCollector(Collector):
     """Queue depth per state, paused queues and live workers, read from the store at scrape time."""
 
     def __init__(self, store: Store, insights: Insights | None = None) -> None:
-        from .dashboard.insights import Insights
+        from .insights import Insights
 
         self.store = store
         self.insights = insights or Insights(store)

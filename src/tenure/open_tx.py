@@ -1,7 +1,7 @@
 """Which store transaction is open: per asyncio task, not merely per thread.
 
 A store refuses a root call made inside the caller's own open transaction (``NestedRootCall``,
-TN2071, checklist decision 7): on SQLite it would wait for the gate its own caller holds, on
+TN2071, D7): on SQLite it would wait for the gate its own caller holds, on
 PostgreSQL it would escape the transaction. "The caller" used to mean the thread. But every async
 handler of a worker runs on the worker's ONE event-loop thread, so an async handler that awaited
 inside ``async with ctx.transaction()`` made every sibling handler on that loop look like it was

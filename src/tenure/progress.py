@@ -1,4 +1,4 @@
-"""Progress a running attempt reports (issue 22): ``ctx.progress(fraction, note=None)``.
+"""Progress a running attempt reports: ``ctx.progress(fraction, note=None)``.
 
 The value is stored on the job (``Job.progress``: fraction, note, the attempt that wrote it and
 when) by a fenced write: only the attempt holding the job's CURRENT lease can write it, so a

@@ -1,5 +1,5 @@
 """Queues as first-class objects: the registry, defaults resolved at enqueue, uniqueness policies,
-debounce, dead letters, redrive and fan-out (issue 5; user guide: ``docs/queues.md``).
+debounce, dead letters, redrive and fan-out (user guide: ``docs/queues.md``).
 
 The semantics are written once here; each engine answers the same small set of queries
 (``queue_*`` and ``subscription_*`` methods of its session, in ``engine/<dialect>/queues.py``).

@@ -1,4 +1,4 @@
-"""Rate limits: "N starts per period", exact over every sliding window (issue 25; user guide:
+"""Rate limits: "N starts per period", exact over every sliding window (user guide:
 ``docs/queues.md``, "Rate limits").
 
 A queue's ``rate_limit`` (and each group's ``group_rate_limit``) is kept in a *window row*

@@ -23,7 +23,7 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """A job as the store holds it. Never carries the lease token (JOBS-FORMAT §3)."""
+    """A job as the store holds it. Never carries the lease token (spec §3)."""
 
     id: str
     kind: str

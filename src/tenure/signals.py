@@ -1,4 +1,4 @@
-"""``store.signals``: durable signals to runs that wait for them (issue 24, docs/workflows.md).
+"""``store.signals``: durable signals to runs that wait for them (docs/workflows.md).
 
 A signal is a JSON payload under a **key** (any text of 1 to 1024 UTF-8 bytes). Keys are
 global to the store: name them after what the signal is about, usually including the run or the

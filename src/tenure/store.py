@@ -24,6 +24,7 @@ from .open_tx import OpenTransactions
 from .transaction import Transaction
 
 if TYPE_CHECKING:
+    from .insights import Insights
     from .maintenance import Maintainer
     from .queues import Queues
     from .schedules import Schedules
@@ -70,6 +71,7 @@ class Store:
         self._local = OpenTransactions()  # per thread AND per asyncio task (tenure.open_tx)
         self._jobs = Jobs(self)
         self._queues: Queues | None = None
+        self._insights: Insights | None = None
         self._wake_hooks: list[Callable[[], None]] = []
         self._workers: list[Worker] = []
         self._attempts: dict[str, Any] = {}  # token -> in-flight attempt of a local worker
@@ -112,6 +114,17 @@ class Store:
         from .schedules import Schedules
 
         return Schedules(self)
+
+    @property
+    def insights(self) -> Insights:
+        """The read model operators look at (counts, queues, throughput, workers, schema versions;
+        briefly cached): what ``tenure stats``, the dashboard and ``/metrics`` show. See
+        :mod:`tenure.insights`."""
+        if self._insights is None:
+            from .insights import Insights
+
+            self._insights = Insights(self)
+        return self._insights
 
     @property
     def maintenance(self) -> Maintainer:
@@ -168,7 +181,7 @@ class Store:
         if local.tx is not None:
             # SQLite: it would wait forever for the gate this thread holds. PostgreSQL: it would
             # run on another connection and commit outside the open transaction. Both engines
-            # refuse it the same way (checklist decision 7).
+            # refuse it the same way (D7).
             raise NestedRootCall(
                 "a root store.jobs call inside this thread's open store.transaction() would wait "
                 "for (SQLite) or escape (PostgreSQL) that transaction: use tx.jobs inside the block")

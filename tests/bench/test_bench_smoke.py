@@ -1,4 +1,4 @@
-"""Smoke test of the benchmark suite (issue 9): ``python -m bench --quick --engine sqlite``.
+"""Smoke test of the benchmark suite: ``python -m bench --quick --engine sqlite``.
 
 It runs the real suite in a subprocess on SQLite and checks that the JSON report has every
 scenario, that every scenario verified its run in the store (every job done exactly once, none

@@ -1,8 +1,8 @@
-"""The real ``tenure`` console script against both engines (issue 8: "CLI tests run the real console
+"""The real ``tenure`` console script against both engines ("CLI tests run the real console
 script against both engines"). Each test drives several commands so the suite stays fast: every
 invocation is a fresh Python process.
 
-Checklist rows exercised through the CLI: 10.2 (keyset paging), 10.7 (cancel a queued job, True
+Spec rows exercised through the CLI: 10.2 (keyset paging), 10.7 (cancel a queued job, True
 then False), 10.13 (requeue returns a job to pending), 10.17 (sweep removes settled jobs only).
 """
 

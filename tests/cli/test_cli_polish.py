@@ -1,4 +1,4 @@
-"""CLI polish of issue 23: ids in tables are never folded, ``tenure maintain`` runs until a signal
+"""CLI polish: ids in tables are never folded, ``tenure maintain`` runs until a signal
 without ``--once``, and ``migrate --check`` on a file that does not exist says migrations are
 pending."""
 

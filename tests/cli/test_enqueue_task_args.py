@@ -1,4 +1,4 @@
-"""``tenure enqueue KIND --payload JSON`` for a task (issue 23): a plain JSON object is the task's
+"""``tenure enqueue KIND --payload JSON`` for a task: a plain JSON object is the task's
 keyword arguments (it used to be dropped), the ``{"args", "kwargs"}`` form stays, and with
 ``--app MODULE:APP`` the arguments are checked against the task's signature before anything is
 written (TN1002, exit status 2)."""

@@ -1,5 +1,5 @@
 """``tenure enqueue --from-file``: all of the file or none of it, every error naming its line
-(issue 20, item 4; docs/operations.md, "Bulk enqueue"). Runs the real console script on both
+(docs/operations.md, "Bulk enqueue"). Runs the real console script on both
 engines.
 
 Before: lines were checked only for JSON shape, then written in ``--batch-size`` transactions, so

@@ -1,5 +1,5 @@
 """``tenure worker APP --include MODULE`` imports MODULE before the worker starts, in the process
-and in every supervised child (issue 23: task autodiscovery outside Django)."""
+and in every supervised child (task autodiscovery outside Django)."""
 
 from __future__ import annotations
 

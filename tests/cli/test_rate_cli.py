@@ -1,5 +1,4 @@
-"""``tenure queues create/update/show`` set and show rate limits, fairness and strict order
-(issue 25), through the real console script on both engines, checked against the public API."""
+"""``tenure queues create/update/show`` set and show rate limits, fairness and strict order, through the real console script on both engines, checked against the public API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CLI never prints a credential from the store URL (issue 20, item 2): ``stats`` and
+"""The CLI never prints a credential from the store URL: ``stats`` and
 ``migrate --check`` (text and ``--json``), error lines and the ``TENURE_DEBUG=1`` traceback, with
 the password in ``user:password@``, in ``?password=`` / ``?sslpassword=``, or in a libpq
 connection string given where a URL belongs. The library's surfaces are in

@@ -86,7 +86,7 @@ def test_worker_serves_metrics_and_stops_on_sigterm(cli, cli_url, tmp_path):
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
-        # The only tracebacks are the failed job's, logged by tenure.jobs (issue 22): the worker
+        # The only tracebacks are the failed job's, logged by tenure.jobs: the worker
         # itself never crashed.
         records = re.split(r"\n(?=\d{4}-\d\d-\d\d )", err)
         assert all(re.search(r" tenure\.jobs:? ", r) for r in records if "Traceback" in r), err
@@ -157,7 +157,7 @@ LEASE_APP = textwrap.dedent("""
 
 @pytest.mark.parametrize("processes", [1, 2])
 def test_worker_lease_option_sets_the_lease_of_every_claim(cli, cli_url, tmp_path, processes):
-    """``tenure worker --lease 7s`` (issue 19): the kill -9 recovery time is the operator's choice,
+    """``tenure worker --lease 7s``: the kill -9 recovery time is the operator's choice,
     in one process and under the supervisor; a lease under a second is refused in one line."""
     (tmp_path / "leaseapp.py").write_text(LEASE_APP)
     store = tenure.connect(cli_url)

@@ -1,4 +1,4 @@
-"""Zombie slots under the real ``tenure worker`` (issue 19, item 5), both engines: a worker whose
+"""Zombie slots under the real ``tenure worker``, both engines: a worker whose
 slots are held by handlers that ignored their timeout exits with status 75 (TN2090) instead of
 serving on, wedged, with a live process and heartbeat; under the supervisor the child is replaced
 and the fresh one works the queue."""

@@ -1,4 +1,4 @@
-"""Issue 24's "Done when", across processes on both engines: a 3-step chain, a group of 20, a chord
+"""across processes on both engines: a 3-step chain, a group of 20, a chord
 whose callback receives all 20 results, and a dependency whose parent dies (its dependents are
 cancelled, by default) — run by two worker processes that are SIGKILLed mid-step and replaced.
 Every step completes exactly once in the store (one effect row each, written by the handler

@@ -1,4 +1,4 @@
-"""Child-process side of JOBS-FORMAT checklist 3.1: drain one database with real time.
+"""Child-process side of spec 3.1: drain one database with real time.
 
 Imported by name in spawned processes (``multiprocessing`` spawn context), so it must stay a
 plain importable module with no pytest dependency.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.conftest import Clock as Clock  # the suite's one injected clock, re-exported
 
 PG_URL = os.environ.get("TENURE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 T0 = 1_700_000_000_000  # the injected clock's start: an arbitrary, realistic epoch-ms instant
@@ -20,22 +21,6 @@ APP_TABLES = (APP_TABLE, "jobs", "checkpoints")
 FENCE_CODES = {"TN2065", "TN2066", "TN2067"}
 
 
-class Clock:
-    """A mutable epoch-ms clock: ``clock()`` reads it, ``advance``/``set`` move it."""
-
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> int:
-        self.now += ms
-        return self.now
-
-    def set(self, ms: int) -> int:
-        self.now = ms
-        return self.now
 
 
 class Rand:

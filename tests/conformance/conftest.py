@@ -1,4 +1,4 @@
-"""Fixtures for the JOBS-FORMAT conformance suite (tests/conformance).
+"""Fixtures for the docs/spec.md conformance suite (tests/conformance).
 
 Every test runs once per engine (``sqlite`` and ``postgres``) against a real database, with an
 injected clock (:class:`_support.Clock`) and an injected random source (:class:`_support.Rand`),
@@ -13,26 +13,17 @@ engine exists, ``tenure.connect`` failing with InvalidURL/ImportError skips it t
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import secrets
-import sys
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-_HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:  # the test modules import _support; spawned processes import _mp_claimer
-    sys.path.insert(0, str(_HERE))
-# Run from a plain checkout too: make ``src/`` importable when tenure is not installed.
-_SRC = _HERE.parents[1] / "src"
-if importlib.util.find_spec("tenure") is None and _SRC.is_dir():
-    sys.path.insert(0, str(_SRC))
+# pytest puts this directory (it has no __init__.py) on sys.path, so the test modules import
+# _support, and processes spawned by them (which inherit sys.path) import _mp_claimer.
+from _support import APP_TABLES, PG_URL, Clock, Rand, Target
 
-from _support import APP_TABLES, PG_URL, Clock, Rand, Target  # noqa: E402
-
-import tenure  # noqa: E402
+import tenure
 
 
 def _pg_unavailable(reason: str):

@@ -1,4 +1,4 @@
-"""JOBS-FORMAT checklist §10: administration (page, cancel, requeue, sweep)."""
+"""spec §10: administration (page, cancel, requeue, sweep)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _six_states(jobs, clock):
 
 
 def test_10_1_admin_calls_are_root_only(store, clock):
-    """JOBS-FORMAT checklist 10.1: tx.jobs has no page, cancel, requeue or sweep; the root calls work."""
+    """spec 10.1: tx.jobs has no page, cancel, requeue or sweep; the root calls work."""
     with store.transaction() as tx:
         for name in ("page", "cancel", "requeue", "sweep"):
             assert not hasattr(tx.jobs, name), f"tx.jobs.{name} exists"
@@ -50,7 +50,7 @@ def test_10_1_admin_calls_are_root_only(store, clock):
 
 
 def test_10_2_keyset_pages_of_100(jobs):
-    """JOBS-FORMAT checklist 10.2: 250 jobs page as 100, 100, 50 via `after` (limit defaults to 100),
+    """spec 10.2: 250 jobs page as 100, 100, 50 via `after` (limit defaults to 100),
     in id order, with no gaps or duplicates."""
     ids = [f"j{i:04d}" for i in range(250)]
     shuffled = ids[:]
@@ -73,7 +73,7 @@ def test_10_2_keyset_pages_of_100(jobs):
 
 
 def test_10_2_limit_and_after(jobs):
-    """JOBS-FORMAT checklist 10.2: `limit` bounds a page and `after` continues strictly past an id."""
+    """spec 10.2: `limit` bounds a page and `after` continues strictly past an id."""
     for i in range(5):
         jobs.enqueue("k", id=f"j{i}")
     page = jobs.page(limit=2)
@@ -88,7 +88,7 @@ def test_10_2_limit_and_after(jobs):
     ("limit", "exc"), [(0, ValueError), (-1, ValueError), (True, TypeError), ("10", TypeError)]
 )
 def test_10_2_bad_limit_refused(jobs, limit, exc):
-    """JOBS-FORMAT checklist 10.2, decision 8: page(limit<=0) is a ValueError; a bool or a string
+    """spec 10.2, D8: page(limit<=0) is a ValueError; a bool or a string
     is not an integer (TypeError)."""
     jobs.enqueue("k")
     with pytest.raises(exc) as ei:
@@ -97,7 +97,7 @@ def test_10_2_bad_limit_refused(jobs, limit, exc):
 
 
 def test_10_3_filters_by_state_and_kind(jobs, clock):
-    """JOBS-FORMAT checklist 10.3: page filters by each of the six states and by kind."""
+    """spec 10.3: page filters by each of the six states and by kind."""
     _six_states(jobs, clock)
     for state in STATES:
         assert [j.id for j in jobs.page(state=state).items] == [state]
@@ -109,7 +109,7 @@ def test_10_3_filters_by_state_and_kind(jobs, clock):
 
 @pytest.mark.parametrize(("state", "exc"), [("bogus", ValueError), ("DONE", ValueError), (3, TypeError)])
 def test_10_3_unknown_state_refused(jobs, state, exc):
-    """JOBS-FORMAT checklist 10.3: any state outside the six is refused."""
+    """spec 10.3: any state outside the six is refused."""
     jobs.enqueue("k")
     with pytest.raises((TypeError, ValueError)) as ei:
         jobs.page(state=state)
@@ -118,7 +118,7 @@ def test_10_3_unknown_state_refused(jobs, state, exc):
 
 
 def test_10_4_page_items_are_get_records(jobs, clock):
-    """JOBS-FORMAT checklist 10.4: each page item is exactly the record get() returns (no token)."""
+    """spec 10.4: each page item is exactly the record get() returns (no token)."""
     _six_states(jobs, clock)
     items = jobs.page().items
     assert len(items) == 6
@@ -128,7 +128,7 @@ def test_10_4_page_items_are_get_records(jobs, clock):
 
 
 def test_10_5_page_never_sees_uncommitted_rows(store, target):
-    """JOBS-FORMAT checklist 10.5: while a transaction is open the page waits (SQLite) or at least
+    """spec 10.5: while a transaction is open the page waits (SQLite) or at least
     does not see its rows; after the commit it sees the committed row."""
     store.jobs.enqueue("k", id="a")
     result, done = {}, threading.Event()
@@ -157,7 +157,7 @@ def test_10_5_page_never_sees_uncommitted_rows(store, target):
 
 
 def test_10_6_page_cancelled_by_event(jobs):
-    """JOBS-FORMAT checklist 10.6: a page whose cancellation event is already set raises
+    """spec 10.6: a page whose cancellation event is already set raises
     PageCancelled (TN2072); an unset event changes nothing."""
     for i in range(3):
         jobs.enqueue("k", id=f"j{i}")
@@ -169,7 +169,7 @@ def test_10_6_page_cancelled_by_event(jobs):
 
 
 def test_10_6_page_deadline(jobs, clock):
-    """JOBS-FORMAT checklist 10.6: a page whose deadline (store clock, epoch ms) has passed raises
+    """spec 10.6: a page whose deadline (store clock, epoch ms) has passed raises
     DeadlineExceeded (TN2075); a future deadline changes nothing."""
     jobs.enqueue("k")
     assert len(jobs.page(deadline=clock() + 10_000).items) == 1
@@ -182,7 +182,7 @@ def test_10_6_page_deadline(jobs, clock):
 
 @pytest.mark.parametrize("queued", ["pending", "failed", "scheduled"])
 def test_10_7_cancel_a_queued_job(jobs, clock, queued):
-    """JOBS-FORMAT checklist 10.7: cancel(id) on a queued job (pending or failed) settles it
+    """spec 10.7: cancel(id) on a queued job (pending or failed) settles it
     cancelled without a lease and returns True; a second cancel returns False."""
     job_id = jobs.enqueue("k", max_attempts=3, run_at=clock() + (5000 if queued == "scheduled" else 0))
     if queued == "failed":
@@ -201,7 +201,7 @@ def test_10_7_cancel_a_queued_job(jobs, clock, queued):
 
 
 def test_10_8_cancel_refusals(jobs, clock):
-    """JOBS-FORMAT checklist 10.8: unknown or settled → TN2065; claimed without a lease → TN2068;
+    """spec 10.8: unknown or settled → TN2065; claimed without a lease → TN2068;
     stale lease → TN2066; each leaves the row unchanged."""
     with refused("TN2065"):
         jobs.cancel("nope")
@@ -242,7 +242,7 @@ def test_10_8_cancel_refusals(jobs, clock):
 
 
 def test_10_8_cancel_with_a_lease_of_another_job_is_refused(jobs):
-    """JOBS-FORMAT checklist 10.8: a lease only speaks for its own job."""
+    """spec 10.8: a lease only speaks for its own job."""
     jobs.enqueue("k", id="a")
     jobs.enqueue("k", id="b")
     la = claim1(jobs).lease
@@ -255,7 +255,7 @@ def test_10_8_cancel_with_a_lease_of_another_job_is_refused(jobs):
 
 
 def test_10_8_expired_lease_decision_4(jobs, clock):
-    """JOBS-FORMAT checklist 10.8 with decision 4: a leased job whose lease expired without a
+    """spec 10.8 with D4: a leased job whose lease expired without a
     reclaim is cancelled like a queued job, without a lease; the dead attempt is fenced."""
     job_id = jobs.enqueue("k")
     lease = claim1(jobs, lease_ms=1000).lease
@@ -269,8 +269,8 @@ def test_10_8_expired_lease_decision_4(jobs, clock):
 
 
 def test_10_8_expired_current_lease_passed_to_cancel(jobs, clock):
-    """JOBS-FORMAT checklist 10.8 / decision 4: cancel(id, lease=expired current lease) either
-    settles it like a queued job (decision 4) or refuses TN2067 leaving the row unchanged."""
+    """spec 10.8 / D4: cancel(id, lease=expired current lease) either
+    settles it like a queued job (D4) or refuses TN2067 leaving the row unchanged."""
     job_id = jobs.enqueue("k")
     lease = claim1(jobs, lease_ms=1000).lease
     clock.set(lease.expires_at + 10)
@@ -284,7 +284,7 @@ def test_10_8_expired_current_lease_passed_to_cancel(jobs, clock):
 
 
 def test_10_9_cancel_with_the_current_lease(jobs, clock):
-    """JOBS-FORMAT checklist 10.9: cancel(id, lease=current) settles a claimed job cancelled and
+    """spec 10.9: cancel(id, lease=current) settles a claimed job cancelled and
     returns True; the attempt is fenced afterwards (TN2065)."""
     job_id = jobs.enqueue("k")
     lease = claim1(jobs).lease
@@ -325,7 +325,7 @@ def _stat(stats, name):
 
 
 def test_10_9_cancel_aborts_the_local_attempt_and_waits_for_it(jobs, clock):
-    """JOBS-FORMAT checklist 10.9 and 10.10: cancel(id, lease) aborts this process's attempt (its
+    """spec 10.9 and 10.10: cancel(id, lease) aborts this process's attempt (its
     event's reason is TN2065, naming the cancel), returns True once the handler has wound up, and
     the worker reports outcome 'cancelled' and counts it in cancellations."""
     _worker_or_skip(jobs)
@@ -368,7 +368,7 @@ def test_10_9_cancel_aborts_the_local_attempt_and_waits_for_it(jobs, clock):
 
 
 def test_10_11_cancel_through_another_store_fences_the_attempt(jobs, open_store, clock):
-    """JOBS-FORMAT checklist 10.11: an attempt held through store A is cancelled through store B
+    """spec 10.11: an attempt held through store A is cancelled through store B
     (another process's view); A meets the fence at its next settling call (TN2065)."""
     job_id = jobs.enqueue("k")
     lease = claim1(jobs, owner="A").lease
@@ -386,7 +386,7 @@ def test_10_11_cancel_through_another_store_fences_the_attempt(jobs, open_store,
 
 
 def test_10_12_cancelled_is_terminal(jobs, clock):
-    """JOBS-FORMAT checklist 10.12: a cancelled job is counted and never claimed."""
+    """spec 10.12: a cancelled job is counted and never claimed."""
     job_id = jobs.enqueue("k")
     jobs.cancel(job_id)
     assert jobs.counts()["cancelled"] == 1
@@ -402,7 +402,7 @@ def test_10_12_cancelled_is_terminal(jobs, clock):
 
 @pytest.mark.parametrize("state", ["failed", "dead", "cancelled", "lease-expired"])
 def test_10_13_requeue_to_pending_now(jobs, clock, state):
-    """JOBS-FORMAT checklist 10.13: requeue moves a failed, dead, cancelled or lease-expired job to
+    """spec 10.13: requeue moves a failed, dead, cancelled or lease-expired job to
     pending with run_at = now and returns True; a second requeue returns False."""
     job_id = jobs.enqueue("k", max_attempts=1 if state == "dead" else 3)
     if state == "cancelled":
@@ -427,7 +427,7 @@ def test_10_13_requeue_to_pending_now(jobs, clock, state):
 
 
 def test_10_13_requeue_pending_returns_false(jobs, clock):
-    """JOBS-FORMAT checklist 10.13: requeue of a pending job returns False and changes nothing."""
+    """spec 10.13: requeue of a pending job returns False and changes nothing."""
     job_id = jobs.enqueue("k", run_at=clock() + 10_000)
     before = jobs.get(job_id)
     clock.advance(1)
@@ -436,7 +436,7 @@ def test_10_13_requeue_pending_returns_false(jobs, clock):
 
 
 def test_10_14_requeue_keeps_attempts(jobs, clock):
-    """JOBS-FORMAT checklist 10.14: max_attempts=2: dead → requeue → claim (attempts 3) → one fail
+    """spec 10.14: max_attempts=2: dead → requeue → claim (attempts 3) → one fail
     → dead again."""
     job_id = jobs.enqueue("k", max_attempts=2)
     jobs.fail(claim1(jobs).lease, "1")
@@ -453,7 +453,7 @@ def test_10_14_requeue_keeps_attempts(jobs, clock):
 
 
 def test_10_15_requeue_refusals(jobs, clock):
-    """JOBS-FORMAT checklist 10.15: requeue refuses a live lease (TN2068: not a steal) and an
+    """spec 10.15: requeue refuses a live lease (TN2068: not a steal) and an
     unknown or done job (TN2065); the row is unchanged."""
     with refused("TN2065"):
         jobs.requeue("nope")
@@ -475,7 +475,7 @@ def test_10_15_requeue_refusals(jobs, clock):
 
 
 def test_10_16_requeue_fences_the_expired_attempt(jobs, clock):
-    """JOBS-FORMAT checklist 10.16: requeueing a lease-expired job fences its old attempt (TN2065)."""
+    """spec 10.16: requeueing a lease-expired job fences its old attempt (TN2065)."""
     job_id = jobs.enqueue("k")
     old = claim1(jobs, lease_ms=1000).lease
     clock.set(old.expires_at)
@@ -495,7 +495,7 @@ def test_10_16_requeue_fences_the_expired_attempt(jobs, clock):
 
 
 def test_10_17_sweep_settled_oldest_first_with_checkpoints(jobs, clock, target):
-    """JOBS-FORMAT checklist 10.17: sweep deletes done/dead/cancelled jobs older than the horizon,
+    """spec 10.17: sweep deletes done/dead/cancelled jobs older than the horizon,
     oldest first, up to limit, with their checkpoints; a second identical sweep removes 0."""
     t0 = clock()
     jobs.enqueue("k", id="old-pending", max_attempts=1)  # never settled: survives
@@ -538,7 +538,7 @@ def test_10_17_sweep_settled_oldest_first_with_checkpoints(jobs, clock, target):
 
 
 def test_10_17_sweep_without_limit_removes_everything_past_the_horizon(jobs, clock):
-    """JOBS-FORMAT checklist 10.17, decision 8: sweep(limit=None) removes every settled job past the
+    """spec 10.17, D8: sweep(limit=None) removes every settled job past the
     horizon (in bounded batches internally)."""
     for i in range(150):
         jobs.enqueue("k", id=f"j{i:03d}")
@@ -551,7 +551,7 @@ def test_10_17_sweep_without_limit_removes_everything_past_the_horizon(jobs, clo
 
 @pytest.mark.parametrize("horizon", ["missing", None, "yesterday"])
 def test_10_18_horizon_is_required(jobs, clock, horizon):
-    """JOBS-FORMAT checklist 10.18: sweep with no settled_before is a TypeError and removes nothing."""
+    """spec 10.18: sweep with no settled_before is a TypeError and removes nothing."""
     jobs.enqueue("k", id="j")
     jobs.complete(claim1(jobs).lease)
     clock.advance(10)
@@ -564,7 +564,7 @@ def test_10_18_horizon_is_required(jobs, clock, horizon):
 
 
 def test_10_19_sweep_never_touches_live_jobs(jobs, clock, target):
-    """JOBS-FORMAT checklist 10.19: old pending, failed and leased jobs and their checkpoints survive
+    """spec 10.19: old pending, failed and leased jobs and their checkpoints survive
     a far-future horizon."""
     jobs.enqueue("k", id="pending-with-cp", max_attempts=5)
     jobs.enqueue("k", id="failed-with-cp", max_attempts=5)

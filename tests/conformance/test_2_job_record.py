@@ -1,4 +1,4 @@
-"""JOBS-FORMAT checklist §2: the job record (with the §1 scope facts)."""
+"""spec §2: the job record (with the §1 scope facts)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ JOB_FIELDS = [
 
 
 def test_2_1_queue_tables_are_internal_and_created_on_open(store, target, clock):
-    """JOBS-FORMAT checklist 2.1: the queue works on a fresh database with no setup; its two tables
+    """spec 2.1: the queue works on a fresh database with no setup; its two tables
     (jobs, checkpoints) are tenure's own, namespaced, and never collide with the app's tables."""
     jobs = store.jobs
     job_id = jobs.enqueue("k", {"n": 1})
@@ -47,7 +47,7 @@ def test_2_1_queue_tables_are_internal_and_created_on_open(store, target, clock)
 
 
 def test_2_2_record_fields_and_frozen(jobs, clock):
-    """JOBS-FORMAT checklist 2.2: a record carries every listed field and is frozen."""
+    """spec 2.2: a record carries every listed field and is frozen."""
     job_id = jobs.enqueue("k", {"a": 1})
     job = jobs.get(job_id)
     assert isinstance(job, tenure.Job)
@@ -65,7 +65,7 @@ def test_2_2_record_fields_and_frozen(jobs, clock):
 
 
 def test_2_3_caller_id_makes_enqueue_idempotent(jobs, clock):
-    """JOBS-FORMAT checklist 2.3: re-enqueueing an existing id changes nothing and returns the id."""
+    """spec 2.3: re-enqueueing an existing id changes nothing and returns the id."""
     assert jobs.enqueue("k", {"v": 1}, id="x") == "x"
     before, counts = jobs.get("x"), jobs.counts()
     clock.advance(500)
@@ -76,7 +76,7 @@ def test_2_3_caller_id_makes_enqueue_idempotent(jobs, clock):
 
 @pytest.mark.parametrize("final", ["done", "dead"])
 def test_2_3_reenqueue_of_settled_id_changes_nothing(jobs, clock, final):
-    """JOBS-FORMAT checklist 2.3: even a done or dead job is not revived by re-enqueueing its id."""
+    """spec 2.3: even a done or dead job is not revived by re-enqueueing its id."""
     jobs.enqueue("k", {"v": 1}, id="x", max_attempts=1)
     lease = claim1(jobs).lease
     if final == "done":
@@ -93,7 +93,7 @@ def test_2_3_reenqueue_of_settled_id_changes_nothing(jobs, clock, final):
 
 
 def test_2_3_generated_ids_are_uuids(jobs):
-    """JOBS-FORMAT checklist 2.3: without a caller id, the id is a (distinct) UUID."""
+    """spec 2.3: without a caller id, the id is a (distinct) UUID."""
     import uuid
 
     a, b = jobs.enqueue("k"), jobs.enqueue("k")
@@ -104,7 +104,7 @@ def test_2_3_generated_ids_are_uuids(jobs):
 
 
 def test_2_4_none_payload_stays_none(jobs):
-    """JOBS-FORMAT checklist 2.4: a None payload stays None in the record and in the claim."""
+    """spec 2.4: a None payload stays None in the record and in the claim."""
     job_id = jobs.enqueue("k", None)
     assert jobs.get(job_id).payload is None
     claim = claim1(jobs)
@@ -133,7 +133,7 @@ _json_values = st.recursive(
 )
 @given(payload=_json_values, result=_json_values)
 def test_2_4_payload_and_result_round_trip_json(jobs, payload, result):
-    """JOBS-FORMAT checklist 2.4: any JSON value round-trips as payload and as result."""
+    """spec 2.4: any JSON value round-trips as payload and as result."""
     n = next(_ids)
     job_id = jobs.enqueue(f"rt{n}", payload, id=f"rt-{n}")
     assert jobs.get(job_id).payload == payload
@@ -144,7 +144,7 @@ def test_2_4_payload_and_result_round_trip_json(jobs, payload, result):
 
 
 def test_2_5_six_states_and_every_transition(jobs, clock):
-    """JOBS-FORMAT checklist 2.5: pending → leased → done; failed → dead; cancelled via cancel();
+    """spec 2.5: pending → leased → done; failed → dead; cancelled via cancel();
     counts() has exactly the six keys and follows every transition."""
 
     def counted(**expected):
@@ -182,7 +182,7 @@ def test_2_5_six_states_and_every_transition(jobs, clock):
 
 
 def test_2_6_run_at_is_the_eligibility_time(jobs, clock):
-    """JOBS-FORMAT checklist 2.6: with run_at = now + 1000, claim gives None at +999 and the job at +1000."""
+    """spec 2.6: with run_at = now + 1000, claim gives None at +999 and the job at +1000."""
     t = clock()
     job_id = jobs.enqueue("k", run_at=t + 1000)
     assert jobs.get(job_id).run_at == t + 1000
@@ -194,7 +194,7 @@ def test_2_6_run_at_is_the_eligibility_time(jobs, clock):
 
 
 def test_2_6_delay_is_run_at_relative_to_now(jobs, clock):
-    """JOBS-FORMAT checklist 2.6: ``delay`` schedules through the same run_at mechanism (a
+    """spec 2.6: ``delay`` schedules through the same run_at mechanism (a
     timedelta: tenure's bare-number delay is in seconds)."""
     t = clock()
     job_id = jobs.enqueue("k", delay=timedelta(milliseconds=250))
@@ -206,14 +206,14 @@ def test_2_6_delay_is_run_at_relative_to_now(jobs, clock):
 
 
 def test_2_6_default_run_at_is_now(jobs, clock):
-    """JOBS-FORMAT checklist 2.6: a job enqueued with no schedule is eligible at once."""
+    """spec 2.6: a job enqueued with no schedule is eligible at once."""
     job_id = jobs.enqueue("k")
     assert jobs.get(job_id).run_at == clock()
     assert claim1(jobs).job.id == job_id
 
 
 def test_2_7_attempts_count_at_claim(jobs, clock):
-    """JOBS-FORMAT checklist 2.7: attempts goes up AT CLAIM, so a crashed attempt still counts."""
+    """spec 2.7: attempts goes up AT CLAIM, so a crashed attempt still counts."""
     job_id = jobs.enqueue("k")
     assert jobs.get(job_id).attempts == 0
     lease = claim1(jobs, lease_ms=1000).lease
@@ -226,13 +226,13 @@ def test_2_7_attempts_count_at_claim(jobs, clock):
 
 
 def test_2_8_max_attempts_per_job_default_5(jobs):
-    """JOBS-FORMAT checklist 2.8: max_attempts is 5 by default and per job otherwise."""
+    """spec 2.8: max_attempts is 5 by default and per job otherwise."""
     assert jobs.get(jobs.enqueue("k")).max_attempts == 5
     assert jobs.get(jobs.enqueue("k", max_attempts=2)).max_attempts == 2
 
 
 def test_2_9_lease_fields_only_while_leased(jobs, clock):
-    """JOBS-FORMAT checklist 2.9: lease_until and lease_owner are None in every state but leased."""
+    """spec 2.9: lease_until and lease_owner are None in every state but leased."""
 
     def lease_fields(job_id):
         j = jobs.get(job_id)
@@ -258,7 +258,7 @@ def test_2_9_lease_fields_only_while_leased(jobs, clock):
 
 
 def test_2_10_generation_moves_only_on_claim(jobs, clock):
-    """JOBS-FORMAT checklist 2.10: lease_generation starts at 0, is +1 on every claim, unchanged by
+    """spec 2.10: lease_generation starts at 0, is +1 on every claim, unchanged by
     renew and by settlement, and equals claim.lease.generation."""
     job_id = jobs.enqueue("k", max_attempts=5)
     assert jobs.get(job_id).lease_generation == 0
@@ -279,7 +279,7 @@ def test_2_10_generation_moves_only_on_claim(jobs, clock):
 
 
 def test_2_11_last_error_kept_through_retries_and_into_dead(jobs, clock):
-    """JOBS-FORMAT checklist 2.11: last_error is the last failure's message, kept while re-leased
+    """spec 2.11: last_error is the last failure's message, kept while re-leased
     and after dead."""
     job_id = jobs.enqueue("k", max_attempts=2)
     assert jobs.get(job_id).last_error is None
@@ -295,7 +295,7 @@ def test_2_11_last_error_kept_through_retries_and_into_dead(jobs, clock):
 
 
 def test_2_12_timestamps_from_store_clock(jobs, clock):
-    """JOBS-FORMAT checklist 2.12: created_at and updated_at come from the injected clock, and
+    """spec 2.12: created_at and updated_at come from the injected clock, and
     updated_at moves on each transition."""
     t0 = clock()
     job_id = jobs.enqueue("k", max_attempts=3)
@@ -329,7 +329,7 @@ def test_2_12_timestamps_from_store_clock(jobs, clock):
 
 
 def test_2_13_checkpoints_keyed_by_job_id(jobs, target):
-    """JOBS-FORMAT checklist 2.13: checkpoints are saved under the job id (run id = job id) and
+    """spec 2.13: checkpoints are saved under the job id (run id = job id) and
     read back by that run only."""
     jobs.enqueue("k", id="r1")
     jobs.enqueue("k", id="r2")
@@ -346,7 +346,7 @@ def test_2_13_checkpoints_keyed_by_job_id(jobs, target):
 
 
 def test_2_13_checkpoints_stamped_with_the_writers_generation(jobs, clock, target):
-    """JOBS-FORMAT checklist 2.13: each checkpoint row carries the generation of the attempt that
+    """spec 2.13: each checkpoint row carries the generation of the attempt that
     wrote it."""
     jobs.enqueue("k", id="r")
     for _ in range(2):
@@ -382,7 +382,7 @@ def _raw_state(path):
 
 
 def test_2_14_pre_fence_database_upgraded_in_place(engine, tmp_path, clock, rand):
-    """JOBS-FORMAT checklist 2.14: a pre-fence file is upgraded in place; its pending and leased
+    """spec 2.14: a pre-fence file is upgraded in place; its pending and leased
     rows survive, stay claimable and are fenced; reopening changes nothing."""
     if engine != "sqlite":
         pytest.skip("the pre-fence fixture is a SQLite file")
@@ -475,12 +475,12 @@ def test_2_14_pre_fence_database_upgraded_in_place(engine, tmp_path, clock, rand
         ({"max_attempts": -1}, {"TN1001"}),
         ({"max_attempts": 1.5}, {"TN1001", "TN1002"}),
         ({"max_attempts": "3"}, {"TN1002"}),
-        ({"max_attempts": True}, {"TN1002"}),  # decision 8: bool is not an integer here
+        ({"max_attempts": True}, {"TN1002"}),  # D8: bool is not an integer here
     ],
     ids=lambda v: repr(v),
 )
 def test_2_15_enqueue_validates_run_at_and_max_attempts(jobs, options, codes):
-    """JOBS-FORMAT checklist 2.15: run_at must be a finite epoch ms and max_attempts a positive
+    """spec 2.15: run_at must be a finite epoch ms and max_attempts a positive
     integer (TypeError / ValueError); a bad value writes nothing."""
     before = jobs.counts()
     with pytest.raises((TypeError, ValueError)) as ei:
@@ -495,6 +495,6 @@ def test_2_15_enqueue_validates_run_at_and_max_attempts(jobs, options, codes):
 
 
 def test_2_15_valid_options_are_stored(jobs, clock):
-    """JOBS-FORMAT checklist 2.15: the validated options are stored as given."""
+    """spec 2.15: the validated options are stored as given."""
     job_id = jobs.enqueue("k", run_at=clock() + 5, max_attempts=1)
     assert (jobs.get(job_id).run_at, jobs.get(job_id).max_attempts) == (clock() + 5, 1)

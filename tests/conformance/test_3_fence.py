@@ -1,4 +1,4 @@
-"""JOBS-FORMAT checklist §3: leasing, the fence, and exactly-once settlement (single-caller rows).
+"""spec §3: leasing, the fence, and exactly-once settlement (single-caller rows).
 
 Concurrency and ownership rows (3.1, 3.17, 3.18-3.22) live in test_3_ownership.py.
 """
@@ -15,11 +15,11 @@ from _support import FENCE_CODES, claim1, refused
 import tenure
 from tenure.errors import LeaseRequired, LeaseSuperseded
 
-# -- 3.2 / decision 3: the boundary instant ----------------------------------------------------------
+# -- 3.2 / D3: the boundary instant ----------------------------------------------------------
 
 
 def test_3_2_leased_job_claimable_only_once_lease_ends(jobs, clock):
-    """JOBS-FORMAT checklist 3.2 (decision 3): a leased job is not claimable at expires_at − 1 and is
+    """spec 3.2 (D3): a leased job is not claimable at expires_at − 1 and is
     claimable from expires_at on (lease_until <= now)."""
     job_id = jobs.enqueue("k")
     lease = claim1(jobs, lease_ms=1000).lease
@@ -33,7 +33,7 @@ def test_3_2_leased_job_claimable_only_once_lease_ends(jobs, clock):
 
 
 def test_3_2_settle_valid_until_the_last_millisecond(jobs, clock):
-    """JOBS-FORMAT checklist 3.2 (decision 3): a lease settles at expires_at − 1 and is expired at
+    """spec 3.2 (D3): a lease settles at expires_at − 1 and is expired at
     expires_at, so at no millisecond can neither a claim nor a settlement act."""
     jobs.enqueue("k", id="a")
     jobs.enqueue("k", id="b")
@@ -49,7 +49,7 @@ def test_3_2_settle_valid_until_the_last_millisecond(jobs, clock):
 
 
 def test_3_2_claimable_states_and_run_at(jobs, clock):
-    """JOBS-FORMAT checklist 3.2: pending and failed jobs are claimable once run_at <= now; done,
+    """spec 3.2: pending and failed jobs are claimable once run_at <= now; done,
     dead and cancelled never are."""
     jobs.enqueue("k", id="failed", max_attempts=3)
     jobs.fail(claim1(jobs).lease, "x")
@@ -76,7 +76,7 @@ def test_3_2_claimable_states_and_run_at(jobs, clock):
 
 
 def test_3_3_claim_moves_every_field(jobs, clock):
-    """JOBS-FORMAT checklist 3.3: a claim sets leased, owner, lease_until = now + lease_ms,
+    """spec 3.3: a claim sets leased, owner, lease_until = now + lease_ms,
     generation+1, a new token, attempts+1 and updated_at."""
     job_id = jobs.enqueue("k", {"p": 1})
     before = jobs.get(job_id)
@@ -94,7 +94,7 @@ def test_3_3_claim_moves_every_field(jobs, clock):
 
 
 def test_3_3_nothing_eligible_gives_none(jobs, clock):
-    """JOBS-FORMAT checklist 3.3: with nothing eligible, claim returns None and writes nothing."""
+    """spec 3.3: with nothing eligible, claim returns None and writes nothing."""
     assert jobs.claim(["k"], owner="w") is None
     job_id = jobs.enqueue("k", run_at=clock() + 10)
     before = jobs.get(job_id)
@@ -107,7 +107,7 @@ def test_3_3_nothing_eligible_gives_none(jobs, clock):
 
 
 def test_3_4_unhandled_kind_stays_pending(jobs, clock):
-    """JOBS-FORMAT checklist 3.4: a claimer for kind "a" never claims "b": it stays pending with
+    """spec 3.4: a claimer for kind "a" never claims "b": it stays pending with
     attempts 0, is counted, and is never dead-lettered."""
     b = jobs.enqueue("b", max_attempts=1)
     a = jobs.enqueue("a")
@@ -127,14 +127,14 @@ def test_3_4_unhandled_kind_stays_pending(jobs, clock):
 
 
 def test_3_5_order_by_id_under_a_frozen_clock(jobs):
-    """JOBS-FORMAT checklist 3.5: with a frozen clock, ids "b" then "a" are claimed as a, b."""
+    """spec 3.5: with a frozen clock, ids "b" then "a" are claimed as a, b."""
     jobs.enqueue("k", id="b")
     jobs.enqueue("k", id="a")
     assert [claim1(jobs).job.id, claim1(jobs).job.id] == ["a", "b"]
 
 
 def test_3_5_order_run_at_then_created_at_then_id(jobs, clock):
-    """JOBS-FORMAT checklist 3.5: eligibility order is run_at, then created_at, then id."""
+    """spec 3.5: eligibility order is run_at, then created_at, then id."""
     t = clock()
     jobs.enqueue("k", id="a-late", run_at=t + 300)  # created first, runs last
     clock.set(t + 1)
@@ -149,7 +149,7 @@ def test_3_5_order_run_at_then_created_at_then_id(jobs, clock):
 
 
 def test_3_5_priority_first_then_the_seed_order(jobs, clock):
-    """JOBS-FORMAT checklist 3.5 with tenure's priorities (8.2): higher priority first; among equal
+    """spec 3.5 with tenure's priorities (8.2): higher priority first; among equal
     priorities the seed's run_at, created_at, id order still holds."""
     jobs.enqueue("k", id="old-low")
     clock.advance(5)
@@ -161,7 +161,7 @@ def test_3_5_priority_first_then_the_seed_order(jobs, clock):
 
 
 def test_3_5_one_order_across_queues_and_expired_leases(jobs, clock):
-    """JOBS-FORMAT checklist 3.5: the order is one order over everything claimable — jobs in
+    """spec 3.5: the order is one order over everything claimable — jobs in
     different queues, and expired leases (which are claimable like pending, 3.2), merge by
     priority, run_at, created_at, id."""
     t = clock()
@@ -180,7 +180,7 @@ def test_3_5_one_order_across_queues_and_expired_leases(jobs, clock):
 
 
 def test_3_6_claim_returns_record_and_frozen_lease(jobs, clock):
-    """JOBS-FORMAT checklist 3.6: a claim returns the record and a frozen lease {job_id, token,
+    """spec 3.6: a claim returns the record and a frozen lease {job_id, token,
     generation, attempt, owner, expires_at}; the same owner's reclaim gets a new token."""
     job_id = jobs.enqueue("k")
     claim = claim1(jobs, owner="w", lease_ms=500)
@@ -201,7 +201,7 @@ def test_3_6_claim_returns_record_and_frozen_lease(jobs, clock):
 
 
 def test_3_6_tokens_are_unique_per_claim(jobs, clock):
-    """JOBS-FORMAT checklist 3.6: every claim mints a token no other claim has."""
+    """spec 3.6: every claim mints a token no other claim has."""
     for i in range(20):
         jobs.enqueue("k", id=f"j{i:02d}")
     tokens = [claim1(jobs, owner="same").lease.token for _ in range(20)]
@@ -209,7 +209,7 @@ def test_3_6_tokens_are_unique_per_claim(jobs, clock):
 
 
 def test_3_7_owner_guards_nothing(jobs, clock):
-    """JOBS-FORMAT checklist 3.7: owner "w" reclaims its own expired job; its old lease is refused."""
+    """spec 3.7: owner "w" reclaims its own expired job; its old lease is refused."""
     job_id = jobs.enqueue("k")
     old = claim1(jobs, owner="w", lease_ms=1000).lease
     clock.set(old.expires_at)
@@ -240,7 +240,7 @@ def _token_free(obj, token: str) -> None:
 
 
 def test_3_8_get_and_page_never_carry_the_token(jobs, clock):
-    """JOBS-FORMAT checklist 3.8: get() returns lease_generation and never the token (repr, str,
+    """spec 3.8: get() returns lease_generation and never the token (repr, str,
     vars, asdict, page items, the claim's own record)."""
     job_id = jobs.enqueue("k")
     claim = claim1(jobs)
@@ -269,7 +269,7 @@ def _settling_calls(jobs, lease):
 
 @pytest.mark.parametrize("call", ["renew", "complete", "fail", "checkpoint"])
 def test_3_9_each_settling_call_is_fenced(jobs, clock, target, call):
-    """JOBS-FORMAT checklist 3.9: renew, complete, fail and a checkpoint save each refuse a bad
+    """spec 3.9: renew, complete, fail and a checkpoint save each refuse a bad
     lease (forged token, expired, superseded, unknown job) and write nothing."""
     jobs.enqueue("k", id="j", max_attempts=10)
     live = claim1(jobs, lease_ms=1000).lease
@@ -305,7 +305,7 @@ def test_3_9_each_settling_call_is_fenced(jobs, clock, target, call):
 
 
 def test_3_10_expired_lease_refused_without_reclaim(jobs, clock):
-    """JOBS-FORMAT checklist 3.10: an expired lease is refused even though nobody reclaimed the
+    """spec 3.10: an expired lease is refused even though nobody reclaimed the
     job; the message gives the overrun in ms, and the job is still leased."""
     job_id = jobs.enqueue("k")
     lease = claim1(jobs, lease_ms=1000).lease
@@ -321,7 +321,7 @@ def test_3_10_expired_lease_refused_without_reclaim(jobs, clock):
 
 
 def test_3_11_settling_a_job_that_is_not_leased(jobs, clock):
-    """JOBS-FORMAT checklist 3.11 (decision 2): a stale lease used after the live attempt completed
+    """spec 3.11 (D2): a stale lease used after the live attempt completed
     is refused TN2065; so is a lease naming an unknown job."""
     job_id = jobs.enqueue("k")
     stale = claim1(jobs, lease_ms=1000).lease
@@ -338,7 +338,7 @@ def test_3_11_settling_a_job_that_is_not_leased(jobs, clock):
 
 
 def test_3_12_superseded_names_both_generations(jobs, clock):
-    """JOBS-FORMAT checklist 3.12: after B's reclaim, complete(A) is refused TN2066 and the message
+    """spec 3.12: after B's reclaim, complete(A) is refused TN2066 and the message
     names both generations (1 and 2)."""
     job_id = jobs.enqueue("k")
     a = claim1(jobs, owner="A", lease_ms=1000).lease
@@ -354,7 +354,7 @@ def test_3_12_superseded_names_both_generations(jobs, clock):
 
 
 def test_3_12_superseded_generations_after_several_reclaims(jobs, clock):
-    """JOBS-FORMAT checklist 3.12: the message names the stale and the holding generation (3 and 5)."""
+    """spec 3.12: the message names the stale and the holding generation (3 and 5)."""
     jobs.enqueue("k")
     leases = []
     for _ in range(5):
@@ -369,7 +369,7 @@ def test_3_12_superseded_generations_after_several_reclaims(jobs, clock):
 
 
 def test_3_12_renewal_supersedes_the_old_lease(jobs):
-    """JOBS-FORMAT checklist 3.12: a lease replaced by a renewal is refused TN2066."""
+    """spec 3.12: a lease replaced by a renewal is refused TN2066."""
     jobs.enqueue("k")
     old = claim1(jobs).lease
     new = jobs.renew(old)
@@ -395,7 +395,7 @@ def test_3_12_renewal_supersedes_the_old_lease(jobs):
     ids=lambda v: f"{v[0]}{v[1]}",
 )
 def test_3_13_pre_fence_spelling_refused_by_name(jobs, spelling):
-    """JOBS-FORMAT checklist 3.13: complete(id, owner, result) (and fail/renew alike) is refused
+    """spec 3.13: complete(id, owner, result) (and fail/renew alike) is refused
     with TN2068, a TypeError that points to the lease; the row is unchanged."""
     method, args = spelling
     jobs.enqueue("k", id="x")
@@ -408,7 +408,7 @@ def test_3_13_pre_fence_spelling_refused_by_name(jobs, spelling):
     assert jobs.get("x") == before
 
 
-# -- 3.14 / decision 1 -------------------------------------------------------------------------------
+# -- 3.14 / D1 -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -416,7 +416,7 @@ def test_3_13_pre_fence_spelling_refused_by_name(jobs, spelling):
     ["complete-same", "complete-different", "fail", "complete-after-expiry", "fail-after-expiry"],
 )
 def test_3_14_settling_twice_from_one_attempt_is_idempotent(jobs, clock, second):
-    """JOBS-FORMAT checklist 3.14 (decision 1): a second settlement by the same attempt returns
+    """spec 3.14 (D1): a second settlement by the same attempt returns
     normally and changes nothing, whatever it says; the first settlement stands."""
     job_id = jobs.enqueue("k")
     lease = claim1(jobs, lease_ms=1000).lease
@@ -433,7 +433,7 @@ def test_3_14_settling_twice_from_one_attempt_is_idempotent(jobs, clock, second)
 
 
 def test_3_14_failing_twice_from_one_attempt_is_idempotent(jobs, clock):
-    """JOBS-FORMAT checklist 3.14 (decision 1): fail then fail/complete from the same attempt: the
+    """spec 3.14 (D1): fail then fail/complete from the same attempt: the
     first failure stands (no second backoff, no extra attempt burnt, no completion)."""
     job_id = jobs.enqueue("k", max_attempts=2)
     lease = claim1(jobs).lease
@@ -451,7 +451,7 @@ def test_3_14_failing_twice_from_one_attempt_is_idempotent(jobs, clock):
 
 
 def test_3_15_renew_mints_a_new_lease(jobs, clock):
-    """JOBS-FORMAT checklist 3.15: renew returns a NEW lease: new token, same generation and attempt,
+    """spec 3.15: renew returns a NEW lease: new token, same generation and attempt,
     new expiry; the old lease is retired and the attempt's checkpoints stay its own."""
     job_id = jobs.enqueue("k")
     l1 = claim1(jobs, lease_ms=1000).lease
@@ -486,7 +486,7 @@ def test_3_15_renew_mints_a_new_lease(jobs, clock):
 
 
 def test_3_16_reclaimed_job_runs_again_but_settles_once(jobs, clock):
-    """JOBS-FORMAT checklist 3.16: execution is at-least-once (a reclaim runs the handler again)
+    """spec 3.16: execution is at-least-once (a reclaim runs the handler again)
     while the store records one settlement."""
     job_id = jobs.enqueue("k", {"n": 1})
     runs = []
@@ -509,7 +509,7 @@ def test_3_16_reclaimed_job_runs_again_but_settles_once(jobs, clock):
 
 
 def test_3_17_stale_and_live_race_complete(jobs, clock):
-    """JOBS-FORMAT checklist 3.17: stale and live attempts race complete on threads: the live
+    """spec 3.17: stale and live attempts race complete on threads: the live
     result lands, the stale call raises TN2065 or TN2066 (whichever side of the live commit it hit)."""
     n = 15
     for i in range(n):

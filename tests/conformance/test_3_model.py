@@ -3,12 +3,12 @@
 It drives random sequences of enqueue / claim / renew / complete / fail / cancel / requeue and clock
 moves against a real store, with leases kept forever so stale, retired and expired ones are used
 again, and compares every record and every refusal code with a small reference model written from
-the checklist rows it exercises:
+the spec rows it exercises:
 
-2.5 (six states), 2.7 (attempts at claim), 2.9 (lease fields), 2.10 (generation), 3.2 and decision 3
-(the boundary instant), 3.3, 3.5 (order), 3.9-3.12 (fence codes), decision 2 (TN2066 while the
-replacing attempt holds the job, TN2065 once it settled), 3.14 and decision 1 (same-attempt repeat
-is a no-op), 3.15 (renew), 4.2/4.3/4.5 (retry, dead, backoff), 10.7/10.8 and decision 4 (cancel),
+2.5 (six states), 2.7 (attempts at claim), 2.9 (lease fields), 2.10 (generation), 3.2 and D3
+(the boundary instant), 3.3, 3.5 (order), 3.9-3.12 (fence codes), D2 (TN2066 while the
+replacing attempt holds the job, TN2065 once it settled), 3.14 and D1 (same-attempt repeat
+is a no-op), 3.15 (renew), 4.2/4.3/4.5 (retry, dead, backoff), 10.7/10.8 and D4 (cancel),
 10.13/10.15/10.16 (requeue).
 """
 
@@ -76,7 +76,7 @@ def _machine(target, connect_store):  # noqa: C901 - the model's state machine, 
             return value
 
         def fence(self, lease):
-            """The model's answer for a fenced call: 'ok', 'noop' (decision 1) or a code."""
+            """The model's answer for a fenced call: 'ok', 'noop' (D1) or a code."""
             row = self.rows[lease.job_id]
             if row.state == "leased":
                 if row.token == lease.token:
@@ -248,7 +248,7 @@ def _machine(target, connect_store):  # noqa: C901 - the model's state machine, 
 
 
 def test_3_model_fence_and_state_machine(store, target):
-    """JOBS-FORMAT checklist 2.5, 2.7, 2.9, 2.10, 3.2, 3.3, 3.5, 3.9-3.12, 3.14, 3.15, 4.2, 4.3,
+    """spec 2.5, 2.7, 2.9, 2.10, 3.2, 3.3, 3.5, 3.9-3.12, 3.14, 3.15, 4.2, 4.3,
     10.7, 10.8, 10.13, 10.15, 10.16 and decisions 1-4: random operation sequences agree with a
     reference model, record by record and refusal code by refusal code."""
     store.close()

@@ -1,5 +1,5 @@
-"""JOBS-FORMAT checklist §3: atomic claims under concurrency (3.1) and ownership — root calls, the
-transactional outbox and transaction-scoped views (3.18-3.20, 3.22, decision 7).
+"""spec §3: atomic claims under concurrency (3.1) and ownership — root calls, the
+transactional outbox and transaction-scoped views (3.18-3.20, 3.22, D7).
 
 3.21 (a worker created through tx.jobs) belongs to the worker suite.
 """
@@ -72,7 +72,7 @@ def _drain_on_threads(stores, n_threads):
 
 @pytest.mark.parametrize("sharing", ["one-store", "store-per-thread"])
 def test_3_1_threads_never_share_an_attempt(store, open_store, sharing):
-    """JOBS-FORMAT checklist 3.1: threads draining one database: each (job_id, generation) is handed
+    """spec 3.1: threads draining one database: each (job_id, generation) is handed
     out once, tokens are unique, and every job is done exactly once."""
     n = 120
     for i in range(n):
@@ -88,7 +88,7 @@ def test_3_1_threads_never_share_an_attempt(store, open_store, sharing):
 
 
 def test_3_1_processes_never_share_an_attempt(store, target):
-    """JOBS-FORMAT checklist 3.1: four processes drain one SQLite file with no external lock: each
+    """spec 3.1: four processes drain one SQLite file with no external lock: each
     (job_id, generation) is handed out once and every job is done exactly once."""
     if target.engine != "sqlite":
         pytest.skip("the multi-process drain is specified on one SQLite file")
@@ -125,11 +125,11 @@ def test_3_1_processes_never_share_an_attempt(store, target):
         assert store.jobs.get(job_id).result == {"by": owner}
 
 
-# -- 3.18 and decision 7 -----------------------------------------------------------------------------
+# -- 3.18 and D7 -----------------------------------------------------------------------------
 
 
 def test_3_18_root_call_waits_for_app_transaction_and_survives_its_rollback(store, target):
-    """JOBS-FORMAT checklist 3.18: thread B's root enqueue, made while an unrelated app transaction
+    """spec 3.18: thread B's root enqueue, made while an unrelated app transaction
     is open, waits for it (SQLite: one writer) and never joins its rollback."""
     _create_app_table(store)
     with pytest.raises(Boom):
@@ -149,7 +149,7 @@ def test_3_18_root_call_waits_for_app_transaction_and_survives_its_rollback(stor
 
 
 def test_3_18_root_claim_and_settle_wait_too(store, target):
-    """JOBS-FORMAT checklist 3.18: a root claim and settlement made during an app transaction that
+    """spec 3.18: a root claim and settlement made during an app transaction that
     rolls back land anyway (they were never part of it)."""
     _create_app_table(store)
     store.jobs.enqueue("k", id="j")
@@ -175,7 +175,7 @@ def test_3_18_root_claim_and_settle_wait_too(store, target):
 
 @pytest.mark.parametrize("call", ["enqueue", "claim", "get", "counts"])
 def test_decision_7_root_call_inside_own_transaction_refused(open_store, target, call):
-    """JOBS-FORMAT checklist 3.18, decision 7: a root store.jobs call inside the same thread's open
+    """spec 3.18, D7: a root store.jobs call inside the same thread's open
     store.transaction() is refused at once with NestedRootCall (TN2071), pointing to tx.jobs,
     instead of waiting forever."""
     s = open_store()
@@ -216,7 +216,7 @@ def test_decision_7_root_call_inside_own_transaction_refused(open_store, target,
 
 
 def test_3_19_outbox_commits_with_the_app_rows(store, target):
-    """JOBS-FORMAT checklist 3.19: tx.jobs.enqueue becomes visible with the commit, together with
+    """spec 3.19: tx.jobs.enqueue becomes visible with the commit, together with
     the app's row."""
     _create_app_table(store)
     with store.transaction() as tx:
@@ -230,7 +230,7 @@ def test_3_19_outbox_commits_with_the_app_rows(store, target):
 
 
 def test_3_19_outbox_vanishes_with_the_rollback(store, target):
-    """JOBS-FORMAT checklist 3.19: on rollback neither the app row nor the job exists."""
+    """spec 3.19: on rollback neither the app row nor the job exists."""
     _create_app_table(store)
     before = store.jobs.counts()
     with pytest.raises(Boom):
@@ -245,7 +245,7 @@ def test_3_19_outbox_vanishes_with_the_rollback(store, target):
 
 
 def test_3_19_outbox_is_invisible_until_commit(store, target):
-    """JOBS-FORMAT checklist 3.19: while the transaction is open, a root reader (another thread)
+    """spec 3.19: while the transaction is open, a root reader (another thread)
     does not see the outbox job; after the commit it does."""
     with store.transaction() as tx:
         tx.jobs.enqueue("ship", id="ship-9")
@@ -259,7 +259,7 @@ def test_3_19_outbox_is_invisible_until_commit(store, target):
 
 @pytest.mark.parametrize("ending", ["commit", "rollback"])
 def test_3_20_tx_view_refused_after_its_scope(store, ending):
-    """JOBS-FORMAT checklist 3.20: a tx.jobs view kept past its transaction is refused (TN2070)."""
+    """spec 3.20: a tx.jobs view kept past its transaction is refused (TN2070)."""
     if ending == "commit":
         with store.transaction() as tx:
             view = tx.jobs
@@ -282,7 +282,7 @@ def test_3_20_tx_view_refused_after_its_scope(store, ending):
 
 
 def test_3_22_root_checkpoint_store_keeps_root_ownership(store, target):
-    """JOBS-FORMAT checklist 3.22: a checkpoint store created from root store.jobs stays root-owned:
+    """spec 3.22: a checkpoint store created from root store.jobs stays root-owned:
     a save from another thread during an open app transaction waits (SQLite) and survives that
     transaction's rollback."""
     if not hasattr(store.jobs, "checkpoints"):
@@ -305,7 +305,7 @@ def test_3_22_root_checkpoint_store_keeps_root_ownership(store, target):
 
 
 def test_3_22_root_checkpoint_save_inside_own_transaction_refused(store):
-    """JOBS-FORMAT checklist 3.22 with decision 7: a root checkpoint store does not switch into the
+    """spec 3.22 with D7: a root checkpoint store does not switch into the
     calling thread's transaction: its save there is refused (TN2071) rather than joined."""
     store.jobs.enqueue("k", id="j")
     lease = claim1(store.jobs).lease
@@ -330,7 +330,7 @@ def test_3_22_root_checkpoint_save_inside_own_transaction_refused(store):
 
 
 def test_3_22_tx_scoped_checkpoint_store_pinned_to_its_transaction(store):
-    """JOBS-FORMAT checklist 3.22: a tx-scoped checkpoint save is gone after the rollback, and the
+    """spec 3.22: a tx-scoped checkpoint save is gone after the rollback, and the
     store is refused (TN2070) once its scope has ended."""
     with store.transaction() as tx:
         has_tx_checkpoints = hasattr(tx.jobs, "checkpoints")
@@ -349,7 +349,7 @@ def test_3_22_tx_scoped_checkpoint_store_pinned_to_its_transaction(store):
 
 
 def test_3_1_two_stores_claim_different_jobs(store, open_store):
-    """JOBS-FORMAT checklist 3.1: two stores (two connections) on one database each claim a
+    """spec 3.1: two stores (two connections) on one database each claim a
     different job with no coordination beyond the database itself."""
     store.jobs.enqueue("k", id="a")
     store.jobs.enqueue("k", id="b")

@@ -1,4 +1,4 @@
-"""JOBS-FORMAT checklist §4 (retry and dead-lettering) and §5 (recovery)."""
+"""spec §4 (retry and dead-lettering) and §5 (recovery)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _fail_once(jobs, clock, job_id, error="boom", **claim_kwargs):
 
 
 def test_4_1_fail_records_the_message(jobs):
-    """JOBS-FORMAT checklist 4.1: fail(lease, RuntimeError("boom")) → last_error == "boom"; a str
+    """spec 4.1: fail(lease, RuntimeError("boom")) → last_error == "boom"; a str
     error is recorded as given."""
     a = jobs.enqueue("k", id="a")
     b = jobs.enqueue("k", id="b")
@@ -37,7 +37,7 @@ def test_4_1_fail_records_the_message(jobs):
 
 
 def test_4_2_retry_is_failed_with_backoff_run_at(jobs, clock, rand):
-    """JOBS-FORMAT checklist 4.2: while attempts < max_attempts a failure makes the job failed with
+    """spec 4.2: while attempts < max_attempts a failure makes the job failed with
     run_at = now + backoff(attempts) (the 4.5 formula, injected clock and random)."""
     rand.value = 0.5
     job_id = jobs.enqueue("k", max_attempts=4)
@@ -54,7 +54,7 @@ def test_4_2_retry_is_failed_with_backoff_run_at(jobs, clock, rand):
 
 
 def test_4_2_failed_job_is_claimable_again_at_run_at(jobs, clock):
-    """JOBS-FORMAT checklist 4.2: the failed job waits for its run_at, then is claimed again."""
+    """spec 4.2: the failed job waits for its run_at, then is claimed again."""
     job_id = jobs.enqueue("k")
     jobs.fail(claim1(jobs).lease, "x")
     run_at = jobs.get(job_id).run_at
@@ -66,7 +66,7 @@ def test_4_2_failed_job_is_claimable_again_at_run_at(jobs, clock):
 
 
 def test_4_3_exhausted_job_is_dead_forever(jobs, clock):
-    """JOBS-FORMAT checklist 4.3: max_attempts=1, one fail → dead, terminal, never claimed again."""
+    """spec 4.3: max_attempts=1, one fail → dead, terminal, never claimed again."""
     job_id = jobs.enqueue("k", max_attempts=1)
     jobs.fail(claim1(jobs).lease, "boom")
     job = jobs.get(job_id)
@@ -79,14 +79,14 @@ def test_4_3_exhausted_job_is_dead_forever(jobs, clock):
 
 
 def test_4_3_dead_after_exactly_max_attempts(jobs, clock):
-    """JOBS-FORMAT checklist 4.3: with max_attempts=3 the job is failed twice, then dead."""
+    """spec 4.3: with max_attempts=3 the job is failed twice, then dead."""
     job_id = jobs.enqueue("k", max_attempts=3)
     states = [_fail_once(jobs, clock, job_id).state for _ in range(3)]
     assert states == ["failed", "failed", "dead"]
 
 
 def test_4_4_dead_job_keeps_last_error_and_checkpoints(jobs, clock, target):
-    """JOBS-FORMAT checklist 4.4: a dead job keeps its last_error and its checkpoint rows (read back
+    """spec 4.4: a dead job keeps its last_error and its checkpoint rows (read back
     by the next attempt after an operator's requeue)."""
     job_id = jobs.enqueue("k", max_attempts=1)
     lease = claim1(jobs).lease
@@ -114,7 +114,7 @@ def test_4_4_dead_job_keeps_last_error_and_checkpoints(jobs, clock, target):
     ],
 )
 def test_4_5_backoff_formula(jobs, clock, rand, r, attempt, low, high):
-    """JOBS-FORMAT checklist 4.5: backoff = min(60000, 1000·2^(attempts−1)) · (0.5 + random()/2):
+    """spec 4.5: backoff = min(60000, 1000·2^(attempts−1)) · (0.5 + random()/2):
     random 0 → half, random ≈1 → all of it, and capped from attempt 7 on."""
     job_id = jobs.enqueue("k", max_attempts=attempt + 1)
     rand.value = 0.0
@@ -131,7 +131,7 @@ def test_4_5_backoff_formula(jobs, clock, rand, r, attempt, low, high):
 
 
 def test_4_5_random_drawn_per_failure(jobs, clock, rand):
-    """JOBS-FORMAT checklist 4.5: the jitter comes from the injected random (it is consulted)."""
+    """spec 4.5: the jitter comes from the injected random (it is consulted)."""
     rand.calls = 0
     jobs.enqueue("k")
     jobs.fail(claim1(jobs).lease, "x")
@@ -139,7 +139,7 @@ def test_4_5_random_drawn_per_failure(jobs, clock, rand):
 
 
 def test_4_6_random_injected_at_connect_is_deterministic(open_store, store, clock):
-    """JOBS-FORMAT checklist 4.6: a random injected only at connect gives a deterministic run_at;
+    """spec 4.6: a random injected only at connect gives a deterministic run_at;
     two stores with the same seeded source produce the same schedule."""
     schedules = []
     for run in range(2):
@@ -162,7 +162,7 @@ def test_4_6_random_injected_at_connect_is_deterministic(open_store, store, cloc
 
 
 def test_4_6_store_random_differs_by_source(open_store, store, clock):
-    """JOBS-FORMAT checklist 4.6: the store's injected random decides the jitter (0 vs ≈1)."""
+    """spec 4.6: the store's injected random decides the jitter (0 vs ≈1)."""
     delays = {}
     for value in (0.0, 0.999999):
         s = open_store(random_=Rand(value))
@@ -178,7 +178,7 @@ def test_4_6_store_random_differs_by_source(open_store, store, clock):
 
 
 def test_5_1_recovery_is_the_next_claim(jobs, clock):
-    """JOBS-FORMAT checklist 5.1: worker A vanishes; after its lease, B's plain claim gets the job
+    """spec 5.1: worker A vanishes; after its lease, B's plain claim gets the job
     (attempts 2) — no sweeper involved."""
     job_id = jobs.enqueue("k", {"n": 1})
     a = claim1(jobs, owner="A", lease_ms=5000).lease
@@ -193,7 +193,7 @@ def test_5_1_recovery_is_the_next_claim(jobs, clock):
 
 
 def test_5_2_reclaimed_attempt_reads_predecessors_checkpoints(jobs, clock):
-    """JOBS-FORMAT checklist 5.2: generation 1 saves a; generation 2's checkpoint store lists a."""
+    """spec 5.2: generation 1 saves a; generation 2's checkpoint store lists a."""
     jobs.enqueue("k", id="run")
     g1 = claim1(jobs, lease_ms=1000).lease
     jobs.checkpoints(g1).save("a", {"from": 1})
@@ -208,7 +208,7 @@ def test_5_2_reclaimed_attempt_reads_predecessors_checkpoints(jobs, clock):
 
 @pytest.mark.parametrize("call", ["renew", "complete", "fail", "checkpoint", "cancel"])
 def test_5_3_reclaim_fences_the_displaced_attempt_at_once(jobs, clock, call):
-    """JOBS-FORMAT checklist 5.3: after B claims, each of A's settling calls raises TN2066 (never a
+    """spec 5.3: after B claims, each of A's settling calls raises TN2066 (never a
     silent drop) and changes nothing."""
     job_id = jobs.enqueue("k")
     a = claim1(jobs, owner="A", lease_ms=1000).lease
@@ -231,7 +231,7 @@ def test_5_3_reclaim_fences_the_displaced_attempt_at_once(jobs, clock, call):
 
 
 def test_5_4_stale_complete_cannot_prune_live_checkpoints(jobs, clock, target):
-    """JOBS-FORMAT checklist 5.4: generation 2's row b survives generation 1's refused complete;
+    """spec 5.4: generation 2's row b survives generation 1's refused complete;
     generation 2's own complete then prunes everything at or below 2."""
     job_id = jobs.enqueue("k")
     g1 = claim1(jobs, lease_ms=1000).lease
@@ -250,7 +250,7 @@ def test_5_4_stale_complete_cannot_prune_live_checkpoints(jobs, clock, target):
 
 @pytest.mark.parametrize("refusal", ["expired", "superseded"])
 def test_5_4_refused_complete_keeps_checkpoints_and_writes_no_result(jobs, clock, target, refusal):
-    """JOBS-FORMAT checklist 5.4 (with 7.4): a refused complete writes no result and prunes nothing;
+    """spec 5.4 (with 7.4): a refused complete writes no result and prunes nothing;
     the live complete stores the result, marks done and prunes in one go."""
     jobs.enqueue("k", id="j", max_attempts=3)
     g1 = claim1(jobs, lease_ms=1000).lease
@@ -265,7 +265,7 @@ def test_5_4_refused_complete_keeps_checkpoints_and_writes_no_result(jobs, clock
 
 
 def test_5_4_fail_keeps_checkpoints_for_the_retry(jobs, clock, target):
-    """JOBS-FORMAT checklist 5.4 (with 5.2): a failed attempt's checkpoints stay for the next one."""
+    """spec 5.4 (with 5.2): a failed attempt's checkpoints stay for the next one."""
     jobs.enqueue("k", id="j", max_attempts=3)
     g1 = claim1(jobs).lease
     jobs.checkpoints(g1).save("a", 1)
@@ -279,7 +279,7 @@ def test_5_4_fail_keeps_checkpoints_for_the_retry(jobs, clock, target):
 
 
 def test_5_5_default_lease_is_30_seconds(jobs, clock):
-    """JOBS-FORMAT checklist 5.5: a claim without lease_ms expires at now + 30000, and recovery
+    """spec 5.5: a claim without lease_ms expires at now + 30000, and recovery
     takes exactly that long."""
     job_id = jobs.enqueue("k")
     lease = claim1(jobs).lease

@@ -1,4 +1,4 @@
-"""Bounded reclaim: tenure's decision extending JOBS-FORMAT checklist 2.7, 4.3, 5.1 and 3.16
+"""Bounded reclaim: tenure's decision extending spec 2.7, 4.3, 5.1 and 3.16
 (docs/guarantees.md, "Liveness: bounded reclaim and dead letters").
 
 Recovery is still the next claim (5.1), but an expired lease on a job that has used its last

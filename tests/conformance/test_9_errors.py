@@ -1,4 +1,4 @@
-"""JOBS-FORMAT checklist §9: errors."""
+"""spec §9: errors."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ EXPECTED_CODES = {
 
 
 def test_9_1_one_table_of_stable_codes():
-    """JOBS-FORMAT checklist 9.1: every error has a stable .code; the fence's five codes (TN2065-
+    """spec 9.1: every error has a stable .code; the fence's five codes (TN2065-
     TN2069) sit in the single table; argument errors are also TypeError / ValueError."""
     for cls, code in EXPECTED_CODES.items():
         assert cls.code == code, cls
@@ -67,7 +67,7 @@ def test_9_1_one_table_of_stable_codes():
 
 
 def test_9_1_no_refusal_returns_a_falsy_value(jobs, clock):
-    """JOBS-FORMAT checklist 9.1: where a silent False used to be, every refusal raises its code."""
+    """spec 9.1: where a silent False used to be, every refusal raises its code."""
     jobs.enqueue("k", id="j")
     a = claim1(jobs, lease_ms=100).lease
     clock.set(a.expires_at)
@@ -94,7 +94,7 @@ def test_9_1_no_refusal_returns_a_falsy_value(jobs, clock):
 
 @pytest.mark.parametrize("kind", [3, None, b"k", ["k"]], ids=repr)
 def test_9_2_non_string_kind_is_a_type_error(jobs, kind):
-    """JOBS-FORMAT checklist 9.2: a kind that is not a string is a TypeError at the call."""
+    """spec 9.2: a kind that is not a string is a TypeError at the call."""
     with pytest.raises(TypeError) as ei:
         jobs.enqueue(kind, {})
     assert getattr(ei.value, "code", None) == "TN1002"
@@ -102,7 +102,7 @@ def test_9_2_non_string_kind_is_a_type_error(jobs, kind):
 
 
 def test_9_2_malformed_handler_map_and_double_start(jobs):
-    """JOBS-FORMAT checklist 9.2: a malformed handler map and a worker started twice are TypeErrors."""
+    """spec 9.2: a malformed handler map and a worker started twice are TypeErrors."""
     if not hasattr(jobs, "create_worker"):
         pytest.skip("store.jobs.create_worker does not exist yet")
     for handlers in ({"k": 1}, {3: lambda p, ctx: None}, ["k"]):
@@ -139,7 +139,7 @@ def _open_read_only(target, clock, rand):
 
 
 def test_9_3_external_write_lock_is_store_busy(store, target, open_store):
-    """JOBS-FORMAT checklist 9.3: a file locked by another connection yields StoreBusy (TN0003)
+    """spec 9.3: a file locked by another connection yields StoreBusy (TN0003)
     after the bounded busy timeout, never a raw sqlite3.OperationalError."""
     _needs_sqlite(target)
     store.jobs.enqueue("k", id="before-lock")
@@ -167,7 +167,7 @@ def test_9_3_external_write_lock_is_store_busy(store, target, open_store):
 
 
 def test_9_3_read_only_file_write_is_classified(store, target, clock, rand, open_store):
-    """JOBS-FORMAT checklist 9.3: writing through a read-only store raises a coded storage error
+    """spec 9.3: writing through a read-only store raises a coded storage error
     (TN0002), not sqlite3.OperationalError; reads still work."""
     _needs_sqlite(target)
     store.jobs.enqueue("k", id="existing")
@@ -182,7 +182,7 @@ def test_9_3_read_only_file_write_is_classified(store, target, clock, rand, open
 
 
 def test_9_4_closed_store_raises_its_own_code(store, clock):
-    """JOBS-FORMAT checklist 9.4: after close(), every call raises StoreClosed (TN2063) itself, not
+    """spec 9.4: after close(), every call raises StoreClosed (TN2063) itself, not
     wrapped in another classification."""
     jobs = store.jobs
     jobs.enqueue("k", id="j")
@@ -212,7 +212,7 @@ def test_9_4_closed_store_raises_its_own_code(store, clock):
 
 
 def test_9_5_read_only_store_without_queue_tables(engine, tmp_path, clock, rand):
-    """JOBS-FORMAT checklist 9.5: on a read-only database that has no queue tables, the first use of
+    """spec 9.5: on a read-only database that has no queue tables, the first use of
     store.jobs raises ReadOnlyStore (TN0002) naming the cause, not a raw driver error."""
     if engine != "sqlite":
         pytest.skip("a read-only file is a SQLite situation")
@@ -244,7 +244,7 @@ def test_9_5_read_only_store_without_queue_tables(engine, tmp_path, clock, rand)
 
 
 def test_9_5_chmod_read_only_file(engine, tmp_path, clock, rand):
-    """JOBS-FORMAT checklist 9.5 (chmod variant): a 0444 file in a 0555 directory behaves like
+    """spec 9.5 (chmod variant): a 0444 file in a 0555 directory behaves like
     mode=ro. Root ignores file modes, so this only runs as an ordinary user."""
     if engine != "sqlite":
         pytest.skip("a read-only file is a SQLite situation")
@@ -269,7 +269,7 @@ def test_9_5_chmod_read_only_file(engine, tmp_path, clock, rand):
 
 
 def test_9_6_job_failure_is_data(jobs, clock):
-    """JOBS-FORMAT checklist 9.6: a job's own failure is recorded (last_error, §4 states) and
+    """spec 9.6: a job's own failure is recorded (last_error, §4 states) and
     fail() itself returns normally."""
     job_id = jobs.enqueue("k", max_attempts=1)
     jobs.fail(claim1(jobs).lease, ValueError("bad input"))  # returns normally: the failure is data
@@ -278,7 +278,7 @@ def test_9_6_job_failure_is_data(jobs, clock):
 
 
 def test_9_6_worker_never_raises_a_job_failure(jobs, clock):
-    """JOBS-FORMAT checklist 9.6: with an always-raising handler, start and stop raise nothing and
+    """spec 9.6: with an always-raising handler, start and stop raise nothing and
     the failure lands in last_error."""
     if not hasattr(jobs, "create_worker"):
         pytest.skip("store.jobs.create_worker does not exist yet")

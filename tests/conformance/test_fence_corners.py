@@ -1,6 +1,6 @@
-"""The fence at its corners (issue 20, items 5 and 6), on both engines: a checkpoint save with a
-forged generation (2.13, 7.4), one batch holding the same lease twice (3.14, decision 1), a
-``cancel(id, lease)`` whose attempt does not wind up within ``stop_grace`` (decision 5), a lock held
+"""The fence at its corners, on both engines: a checkpoint save with a
+forged generation (2.13, 7.4), one batch holding the same lease twice (3.14, D1), a
+``cancel(id, lease)`` whose attempt does not wind up within ``stop_grace`` (D5), a lock held
 past the lease while the attempt SETTLES (6.13), and renewal off (6.14).
 
 Leases expire by moving the injected clock, never by sleeping. The storage-trouble variants hold a
@@ -27,7 +27,7 @@ from tenure.errors import HandlersLeftRunning, LeaseExpired, LeaseSuperseded
 
 @pytest.mark.parametrize("forged", [0, 2, 7, 2**40])
 def test_2_13_checkpoint_with_a_forged_generation_is_refused(jobs, clock, target, forged):
-    """JOBS-FORMAT checklist 2.13 and 7.4: checkpoints are stamped with the WRITER's generation, so
+    """spec 2.13 and 7.4: checkpoints are stamped with the WRITER's generation, so
     a Lease whose token is valid but whose generation is not the attempt's is refused (TN2066) and
     writes nothing: no row stamped with the forged generation exists to survive the completion's
     prune (generations <= own). The attempt's own lease still saves and completes normally."""
@@ -51,7 +51,7 @@ def test_2_13_checkpoint_with_a_forged_generation_is_refused(jobs, clock, target
 
 
 def test_2_13_forged_generation_after_a_renewal_is_refused(jobs, clock, target):
-    """JOBS-FORMAT checklist 2.13 with 3.15: the renewed lease's token with a generation of its own
+    """spec 2.13 with 3.15: the renewed lease's token with a generation of its own
     choosing is refused as well; the renewed lease itself saves under generation 1."""
     job_id = jobs.enqueue("k")
     first = claim1(jobs, lease_ms=1000).lease
@@ -63,7 +63,7 @@ def test_2_13_forged_generation_after_a_renewal_is_refused(jobs, clock, target):
     assert target.checkpoint_rows(job_id) == [("n", 1)]
 
 
-# -- 3.14 / decision 1: the same lease twice in one batch -------------------------------------------
+# -- 3.14 / D1: the same lease twice in one batch -------------------------------------------
 
 
 def _twice(jobs, call: str, clock):
@@ -92,7 +92,7 @@ def _twice(jobs, call: str, clock):
 
 @pytest.mark.parametrize("call", ["complete_many", "fail_many", "complete_and_claim"])
 def test_3_14_same_lease_twice_in_one_batch_first_stands(jobs, clock, call):
-    """JOBS-FORMAT checklist 3.14 and decision 1, within ONE batch: the first item settles the job,
+    """spec 3.14 and D1, within ONE batch: the first item settles the job,
     the later item with the same lease is a repeat from the same attempt, so it changes nothing and
     is no error (answered as the first was). Identical on both engines (before: SQLite stored the
     SECOND result, PostgreSQL the first)."""
@@ -123,7 +123,7 @@ def test_3_14_same_lease_twice_after_expiry_both_refused_alike(jobs, clock):
     assert jobs.get(job_id) == before
 
 
-# -- decision 5: cancel(id, lease) says whether the attempt wound up --------------------------------
+# -- D5: cancel(id, lease) says whether the attempt wound up --------------------------------
 
 
 def _wait_for(predicate, timeout: float = 10.0):
@@ -293,7 +293,7 @@ class _Lock:
 
 
 def test_6_13_lock_held_past_the_lease_while_the_attempt_settles(store, target, clock, rand):
-    """JOBS-FORMAT checklist 6.13 at settle time: the handler returns while another connection holds
+    """spec 6.13 at settle time: the handler returns while another connection holds
     a lock, and the lock outlasts the lease. The completion is retried while the store is busy, past
     the lease, until the store answers; then the fence decides: exactly one ``lost`` with TN2067
     (it used to give up at the lease and record ``lost`` with StoreBusy, TN0003), no ``failed``, no
@@ -371,7 +371,7 @@ def test_6_13_lock_shorter_than_the_lease_at_settle_time_completes(store, target
 @pytest.mark.parametrize("recovery", ["by-the-worker", "by-another-claim"])
 @pytest.mark.parametrize("style", ["sync", "async"])
 def test_6_14_renewal_off_expiry_sets_the_event_with_lease_expired(jobs, clock, style, recovery):
-    """JOBS-FORMAT checklist 6.14 with renew=False: a handler that outlives its lease is told: its
+    """spec 6.14 with renew=False: a handler that outlives its lease is told: its
     ctx.cancelled is set with LeaseExpired (TN2067) as the reason once the lease expires on the
     store's clock, not before (it used to stay clear until the handler returned). Its settlement
     then meets the fence: ``lost`` with TN2067, nothing written. The job is recovered by the

@@ -1,4 +1,4 @@
-"""One verdict per input (docs/guarantees.md, "One verdict per input"; issue 20, items 3 and 8).
+"""One verdict per input (docs/guarantees.md, "One verdict per input").
 
 ONE table of bad inputs. Each row is fed to a SQLite store AND a PostgreSQL store; both must raise
 the same exception class with the same code, the message must name the field, and nothing may be

@@ -1,6 +1,6 @@
-"""The worker's settle-and-refill (issue 9): ``jobs.complete_and_claim`` settles a batch of fenced
+"""The worker's settle-and-refill: ``jobs.complete_and_claim`` settles a batch of fenced
 completions and claims the slots it frees in ONE transaction. Each completion is fenced exactly as
-``complete_many`` fences it (JOBS-FORMAT §3: a stale lease is refused by code, never silently), and
+``complete_many`` fences it (spec §3: a stale lease is refused by code, never silently), and
 the claim is ``claim_many``'s; both engines."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""docs/errors.md documents exactly the error table (JOBS-FORMAT checklist 9.1)."""
+"""docs/errors.md documents exactly the error table (spec 9.1)."""
 
 from __future__ import annotations
 

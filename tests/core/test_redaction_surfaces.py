@@ -1,4 +1,4 @@
-"""No credential from a store URL reaches any surface (issue 20, item 2).
+"""No credential from a store URL reaches any surface.
 
 Every place a store address can surface is read here with URLs that carry secrets in both forms
 libpq accepts — ``user:password@`` and query parameters (``?password=``, ``sslpassword=``) — and

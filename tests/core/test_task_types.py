@@ -1,4 +1,4 @@
-"""Typed tasks (issue 23): a type checker sees a task's parameters and its result. mypy runs over an
+"""Typed tasks: a type checker sees a task's parameters and its result. mypy runs over an
 example module: the correct calls check clean (with ``assert_type`` on what each answers), and every
 line marked ``# E: <what mypy says>`` in the wrong module is an error, and nothing else is."""
 

@@ -1,4 +1,4 @@
-"""The type checker runs clean over ``src/tenure`` (issue 21), and the package ships ``py.typed``.
+"""The type checker runs clean over ``src/tenure``, and the package ships ``py.typed``.
 
 mypy is configured in pyproject.toml (``[tool.mypy]``); its incremental cache lives in
 ``.mypy_cache`` at the repository root, so a run after the first takes a few seconds.

@@ -93,10 +93,10 @@ def browser():
 
 
 def needs_queue_registry() -> None:
-    """Skip (loudly) while the queue registry of issue 5 (``store.queues.create/get/pause/resume``)
+    """Skip (loudly) while the queue registry (``store.queues.create/get/pause/resume``)
     has not landed in this checkout; the test runs as soon as it has."""
     from tenure.queues import Queues
 
     if not all(hasattr(Queues, name) for name in ("create", "get", "pause", "resume")):
-        pytest.skip("SKIPPING: the queue registry (store.queues.create/pause/resume, issue 5) is not in this "
+        pytest.skip("SKIPPING: the queue registry (store.queues.create/pause/resume) is not in this "
                     "checkout yet")

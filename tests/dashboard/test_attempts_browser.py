@@ -1,4 +1,4 @@
-"""The job page's attempt history and the cancel of a running job (issue 22), in a real headless
+"""The job page's attempt history and the cancel of a running job, in a real headless
 Chromium: each failed attempt is a row (when, who, how long, outcome, error) whose traceback
 opens in place; a running job's Cancel asks its worker (jobs.request_cancel)."""
 

@@ -1,5 +1,5 @@
 """The dashboard in a REAL headless Chromium (Debian's /usr/bin/chromium driven by Playwright; no
-browser is downloaded). Issue 8's "done when": load the overview, filter jobs, open a job, cancel
+browser is downloaded). load the overview, filter jobs, open a job, cancel
 it, requeue it, see the state change; an HTML payload is shown escaped; screenshots are written to
 ``test-output/screenshots/`` for review (and the overview to ``docs/img/dashboard.png`` when it is
 missing or ``TENURE_UPDATE_SCREENSHOTS=1``).

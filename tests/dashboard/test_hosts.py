@@ -1,4 +1,4 @@
-"""The dashboard answers only to its own host names (issue 20, item 1: DNS rebinding), over real
+"""The dashboard answers only to its own host names (DNS rebinding), over real
 HTTP: a foreign ``Host`` gets 421 on every route but /healthz, a malformed one 400, and the CSRF
 check compares ``Origin`` with the allow-list, never with ``Host``. The same attack in a real
 Chromium is ``tests/dashboard/test_rebinding_browser.py``."""

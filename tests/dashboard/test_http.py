@@ -126,7 +126,7 @@ def test_actions_need_a_valid_csrf_token(store, serve):
         assert r.json()["changed"] is False  # 10.7: already cancelled
         r = client.post(f"{base}/api/jobs/{a}/requeue", headers=ok)
         assert r.json()["changed"] is True and store.jobs.get(a).state == "pending"
-        # A running job is asked to stop (jobs.request_cancel, issue 22): flagged, still leased.
+        # A running job is asked to stop (jobs.request_cancel): flagged, still leased.
         claim = store.jobs.claim("k", owner="t")
         r = client.post(f"{base}/api/jobs/{claim.job.id}/cancel", headers=ok)
         assert r.status_code == 200 and r.json()["outcome"] == "requested"

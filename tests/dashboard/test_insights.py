@@ -1,10 +1,10 @@
-"""The operator reads (tenure.dashboard.insights over the engines' insight_* queries) on both engines,
+"""The operator reads (tenure.insights over the engines' insight_* queries) on both engines,
 with an injected clock: throughput per minute counts each job once, in the minute of its latest
 settlement, inside the aligned one-hour window; queue summaries; the overview cache."""
 
 from __future__ import annotations
 
-from tenure.dashboard.insights import BUCKET_MS, Insights
+from tenure.insights import BUCKET_MS, Insights
 
 from .conftest import needs_queue_registry
 
@@ -90,7 +90,7 @@ def test_an_expensive_overview_is_refreshed_in_the_background(any_store):
     import threading
     import time
 
-    from tenure.dashboard import insights as mod
+    from tenure import insights as mod
 
     calls, release = [], threading.Event()
 

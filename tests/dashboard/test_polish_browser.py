@@ -1,4 +1,4 @@
-"""Dashboard polish of issue 23, in a real headless Chromium on both engines: an unknown job or run
+"""Dashboard polish, in a real headless Chromium on both engines: an unknown job or run
 id is a "Not found" page (not a red "offline" header), a long error keeps its row short, the
 header fits a phone's width, and schedules have actions (Run now, Remove)."""
 

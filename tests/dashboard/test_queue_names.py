@@ -1,5 +1,5 @@
 """Queue names containing ``/`` are valid (``tenure._validate.name``), so the dashboard's pause,
-resume and redrive act on them too (issue 20, item 8): over HTTP on both engines, and from the
+resume and redrive act on them too: over HTTP on both engines, and from the
 overview's buttons in a real Chromium."""
 
 from __future__ import annotations

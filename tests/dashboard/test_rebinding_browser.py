@@ -1,4 +1,4 @@
-"""DNS rebinding against the dashboard, reproduced in a REAL Chromium (issue 20, item 1).
+"""DNS rebinding against the dashboard, reproduced in a REAL Chromium.
 
 Chromium's ``--host-resolver-rules`` maps the attacker's host name to 127.0.0.1, as a rebinding
 DNS server would once the victim's browser has loaded the attacker's page. The attacker's script,

@@ -1,4 +1,4 @@
-"""Admin at scale in a real headless Chromium (issue 22): the jobs page filters by tag, and its
+"""Admin at scale in a real headless Chromium: the jobs page filters by tag, and its
 bulk buttons count the matching jobs (a dry run), ask in a confirmation dialog, and act only
 when confirmed (store.jobs.<op>_where)."""
 

@@ -1,4 +1,4 @@
-"""Unhandled kinds on the dashboard's overview (issue 22; tenure.kinds), in a real headless
+"""Unhandled kinds on the dashboard's overview (tenure.kinds), in a real headless
 Chromium: with a live worker claiming from the queue, queued jobs of a kind no live worker handles
 show in a warning panel (queue, kind, how many, a near-miss kind, a link to them); a queue no live
 worker claims from gets one quiet line; with nothing unhandled there is no panel."""
@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 import tenure
 from tenure.dashboard import create_app
-from tenure.dashboard.insights import Insights
+from tenure.insights import Insights
 
 from .conftest import SHOTS
 

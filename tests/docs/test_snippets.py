@@ -1,4 +1,4 @@
-"""Every fenced python and shell block of README.md and docs/*.md runs as printed (issue 23, "Every
+"""Every fenced python and shell block of README.md and docs/*.md runs as printed ("Every
 snippet runs"). The rules a page follows are in tests/docs_snippets.py: each page runs in a fresh
 interpreter and temporary directory, its blocks top to bottom; a failure names the page and line.
 

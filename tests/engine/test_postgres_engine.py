@@ -777,7 +777,7 @@ def test_rows_match_the_sqlite_engine_call_for_call(engine, tmp_path):
         assert have == want, f"step {i}"
 
 
-# -- plans that must not depend on statistics (issue 9) ----------------------------------------------
+# -- plans that must not depend on statistics ----------------------------------------------
 
 
 def test_batch_completion_probes_only_the_primary_key_whatever_the_statistics(url, schema):

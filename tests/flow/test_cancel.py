@@ -1,4 +1,4 @@
-"""Cancellation and the runner's worker options: JOBS-FORMAT checklist 7.7, 7.8, 7.9, on both
+"""Cancellation and the runner's worker options: spec 7.7, 7.8, 7.9, on both
 engines. Every running task gets the run's cancellation (the job handler's ``ctx.cancelled``):
 the worker stopping, a lost lease and an operator's cancel reach sync and async tasks alike."""
 

@@ -1,4 +1,4 @@
-"""JOBS-FORMAT checklist 7.1: the queue core never imports the workflow engine.
+"""spec 7.1: the queue core never imports the workflow engine.
 
 Two checks: importing ``tenure`` and every core module in a fresh interpreter leaves
 ``tenure.flow`` out of ``sys.modules``; and no import statement anywhere in a core module (lazy

@@ -1,4 +1,4 @@
-"""Distributed runs (issue 24): ``Runner(..., distributed=True)`` runs each node as its own job,
+"""Distributed runs: ``Runner(..., distributed=True)`` runs each node as its own job,
 spread over every worker, with the in-process mode's identity rules and checkpoints, and
 cancellation reaching every node job. Both engines."""
 

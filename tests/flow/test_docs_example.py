@@ -1,5 +1,5 @@
-"""docs/workflows.md's complete example and its kill -9 demo run as printed, on SQLite (issue 7: "a
-real example a reader can run"; issue 23: "every snippet runs"). The page runs once, through the
+"""docs/workflows.md's complete example and its kill -9 demo run as printed, on SQLite ("a
+real example a reader can run"; "every snippet runs"). The page runs once, through the
 shared runner (tests/docs_snippets.py); this test reads what its blocks printed and left behind."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Workflow documents and the task registry: declaring, loading, validating (JOBS-FORMAT §7).
+"""Workflow documents and the task registry: declaring, loading, validating (spec §7).
 
 Validation problems are coded (TN1001 / TN1002) and name the problem in ``details["problem"]``."""
 

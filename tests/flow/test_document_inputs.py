@@ -1,4 +1,4 @@
-"""Hostile workflow documents (issue 20, item 8): each is refused with InvalidArgument (TN1001)
+"""Hostile workflow documents: each is refused with InvalidArgument (TN1001)
 naming the problem, never a raw exception and never a silently changed flow.
 
 Before: a key given twice kept only the last value (a second ``needs`` dropped a node's

@@ -1,4 +1,4 @@
-"""Durable sleep, signals, dynamic fan-out and child workflows (issue 24), on both engines.
+"""Durable sleep, signals, dynamic fan-out and child workflows, on both engines.
 
 Each test runs a real worker on the store with the injected clock: a parked run is observed
 holding no slot and no lease (the worker's ``leases()`` and ``stats()``, the row's state), and

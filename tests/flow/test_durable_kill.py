@@ -1,4 +1,4 @@
-"""kill -9 of a worker in the middle of a durable run (issue 24), on both engines, with real
+"""kill -9 of a worker in the middle of a durable run, on both engines, with real
 processes: the run waits for a signal (parked: nothing to kill), fans out 5 children, then its
 worker is SIGKILLed inside the next node. A second worker, whose injected clock is past the dead
 worker's lease, resumes it: the wait answers the signal it recorded (a second signal of the same

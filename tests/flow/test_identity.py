@@ -1,5 +1,5 @@
 """The run identity recorded under the reserved node id, and how a resume is compared with it
-(JOBS-FORMAT checklist 7.10-7.14; the store-backed half is in test_resume.py)."""
+(spec 7.10-7.14; the store-backed half is in test_resume.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""kill -9 mid-run (JOBS-FORMAT checklist 7.3, 7.5, 5.1), on both engines, with real processes.
+"""kill -9 mid-run (spec 7.3, 7.5, 5.1), on both engines, with real processes.
 
 A worker process runs ``a -> b -> c -> d``; ``c`` blocks; the test SIGKILLs the process. A second
 worker, whose injected clock is past the dead worker's lease (no sleeping for it), reclaims the

@@ -1,4 +1,4 @@
-"""A resume must be the same run: JOBS-FORMAT checklist 7.11-7.14 and decision 6, on both engines.
+"""A resume must be the same run: spec 7.11-7.14 and D6, on both engines.
 
 "An earlier deploy" is simulated faithfully: its attempt claims the run, records the identity it
 had (and maybe node values) through the fenced checkpoint store, and vanishes; the injected clock

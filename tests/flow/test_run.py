@@ -1,4 +1,4 @@
-"""Running workflows on both engines: JOBS-FORMAT checklist 7.2-7.6, 7.10, 7.15 and 5.4.
+"""Running workflows on both engines: spec 7.2-7.6, 7.10, 7.15 and 5.4.
 
 The store's clock is injected and frozen (``any_store``): leases never expire on their own, and a
 test moves the clock to let a rival reclaim. Tests wait only for real progress (a task starting),

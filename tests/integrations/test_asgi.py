@@ -1,5 +1,5 @@
 """FastAPI/Starlette pattern: enqueue from async endpoints without blocking the loop, and a worker
-in the app's lifespan (issue 11; issue 4's async enqueue path)."""
+in the app's lifespan (async enqueue path)."""
 
 from __future__ import annotations
 

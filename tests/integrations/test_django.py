@@ -1,4 +1,4 @@
-"""The django.tasks backend on a real Django project, on both engines (issue 11).
+"""The django.tasks backend on a real Django project, on both engines.
 
 Each engine runs in a fresh subprocess (Django's settings are configured once per process)."""
 

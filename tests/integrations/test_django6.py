@@ -1,4 +1,4 @@
-"""The same end-to-end Django project on Django 6's built-in ``django.tasks`` (issue 11).
+"""The same end-to-end Django project on Django 6's built-in ``django.tasks``.
 
 Django 6 needs Python 3.12+, and this suite runs on 3.11: the test builds a Python 3.12 virtual
 environment (Django 6, psycopg, tenure from this checkout) and runs the project there. Without a

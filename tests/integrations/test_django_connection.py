@@ -1,4 +1,4 @@
-"""The Django backend connects with Django's OWN connection parameters (issue 23): a Unix-socket
+"""The Django backend connects with Django's OWN connection parameters: a Unix-socket
 host, ``OPTIONS`` (``sslmode``, ``options``) and a password holding ``/ @ : % ?`` reach libpq
 unchanged, and no surface shows the password (the store's repr, a coded error).
 

@@ -1,4 +1,4 @@
-"""docs/integrations.md's Django project runs as printed (issue 23): its four files are written
+"""docs/integrations.md's Django project runs as printed: its four files are written
 out and ``manage.py test`` runs its tests, on SQLite and PostgreSQL, with Django 6 (the Python
 3.12 venv) and Django 5.2 with the backport (where ``django.tasks`` is ``django_tasks``, as the
 page says). Afterwards the DEVELOPMENT database holds none of the jobs the tests enqueued: they

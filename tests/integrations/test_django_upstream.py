@@ -1,4 +1,4 @@
-"""Django's own task-backend tests, run against TenureBackend with a real worker (issue 23).
+"""Django's own task-backend tests, run against TenureBackend with a real worker.
 
 tests/integrations/django_upstream/ vendors Django 6.0's ``tests/tasks`` and django-tasks 0.12's
 backport suite (README.md there: what was vendored, the one-line adaptations, and the tests a

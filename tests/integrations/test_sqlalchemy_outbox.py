@@ -1,5 +1,5 @@
 """The outbox inside a SQLAlchemy 2 transaction: `enqueue(..., conn=session)` commits and rolls back
-with the session, on both engines (issue 11; checklist 3.19)."""
+with the session, on both engines (spec 3.19)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tenure.testing: the helpers users call in their own suites (issue 11)."""
+"""tenure.testing: the helpers users call in their own suites."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_tasks_accept_every_queue_option(tenure_store):
     assert tenure_store.jobs.get(handle.id).dead_letter == "t.dlq"
 
 
-# -- pointing an app at a test store; inline scoped to one app and one block (issue 23) ---------
+# -- pointing an app at a test store; inline scoped to one app and one block ---------
 
 PROD = "postgresql://app:secret@127.0.0.1:1/prod"  # nothing listens there: a test must not reach it
 

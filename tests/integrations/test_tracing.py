@@ -1,5 +1,5 @@
 """OpenTelemetry: the run of a job continues the trace of the request that enqueued it, across
-processes (the context travels in the job), on both engines (issue 11). Uses the real SDK with an
+processes (the context travels in the job), on both engines. Uses the real SDK with an
 in-memory exporter."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fixtures for the maintenance tests (issue 6): cron schedules, leadership, the worker registry
+"""Fixtures for the maintenance tests: cron schedules, leadership, the worker registry
 and the sweeps. Every store test runs on SQLite and PostgreSQL (the root ``engine_url`` fixture),
 with the injected clock, so nothing here sleeps to wait for a lease or a boundary.
 """

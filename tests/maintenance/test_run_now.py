@@ -1,4 +1,4 @@
-"""``store.schedules.run_now`` (the dashboard's "Run now", issue 23): the schedule's job, enqueued
+"""``store.schedules.run_now`` (the dashboard's "Run now"): the schedule's job, enqueued
 now with its kind, payload, queue and options and a fresh id, leaving its boundaries alone. Both
 engines."""
 

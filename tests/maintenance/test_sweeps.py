@@ -68,7 +68,7 @@ def test_expired_jobs_are_never_claimed(store, clock):
 
 
 def test_expiry_through_queue_retention(store, clock):
-    """End to end with the queue option (issue 5): retention turns into keep_until at enqueue."""
+    """End to end with the queue option: retention turns into keep_until at enqueue."""
     if not hasattr(store.queues, "create"):
         pytest.skip("queue retention is not available")
     store.queues.create("short-lived", retention=60)
@@ -197,7 +197,7 @@ def test_dead_workers_are_reaped_and_their_long_leases_end(store, other, clock):
 
 
 def test_the_reaper_ends_a_silent_instance_s_leases_never_a_live_namesake_s(store, other, clock):
-    """Issue 20 item 7 (JOBS-FORMAT 3.7: the owner guards nothing): two processes use the owner
+    """): two processes use the owner
     string "w". One went silent (its registry row is stale); the other is alive and holds a lease
     of its own, claimed under the same owner. The reaper ends the silent instance's lease only."""
     now = clock.now

@@ -1,4 +1,4 @@
-"""Fixtures for the operations tests (issue 22): the worker tests' fixtures, reused as they are
+"""Fixtures for the operations tests: the worker tests' fixtures, reused as they are
 (``engine_url`` on both engines, ``other_store``, ``make_worker``)."""
 
 from __future__ import annotations

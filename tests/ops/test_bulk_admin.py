@@ -1,4 +1,4 @@
-"""Admin at scale (issue 22): ``jobs.delete(id)`` and cancel / requeue / delete BY FILTER with a
+"""Admin at scale: ``jobs.delete(id)`` and cancel / requeue / delete BY FILTER with a
 dry-run count, on both engines. Each filtered operation touches exactly the rows a model of the
 rules picks (and nothing else), and its dry run counts exactly as many."""
 

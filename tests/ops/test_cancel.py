@@ -1,4 +1,4 @@
-"""Cancel from anywhere (issue 22; spec decision 11): ``store.jobs.request_cancel(id)``.
+"""Cancel from anywhere (D11): ``store.jobs.request_cancel(id)``.
 
 A queued job is cancelled at once; a running one is flagged, its holder — in this process or
 another — sets ``ctx.cancelled`` (reason code ``cancel_requested``) and settles the attempt
@@ -64,7 +64,7 @@ def test_a_queued_job_is_cancelled_at_once(any_store, clock):
     assert claim.job.id in (pending, failed)
     jobs.fail(claim.lease, "once")
     claim = jobs.claim(["k"], owner="me", lease_ms=1_000)
-    clock.advance(1_000)  # its lease expired: queued, like cancel() treats it (decision 4)
+    clock.advance(1_000)  # its lease expired: queued, like cancel() treats it (D4)
     for job_id in {pending, failed, expired}:
         assert jobs.request_cancel(job_id) == "cancelled"
         assert jobs.get(job_id).state == "cancelled"

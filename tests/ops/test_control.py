@@ -1,4 +1,4 @@
-"""Control from inside a handler (issue 22): ``raise tenure.Retry(delay=...)``, ``Snooze`` and
+"""Control from inside a handler: ``raise tenure.Retry(delay=...)``, ``Snooze`` and
 ``Discard``, and the ``retry_on`` / ``discard_on`` task options. Each settles through the fence."""
 
 from __future__ import annotations

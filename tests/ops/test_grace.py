@@ -1,4 +1,4 @@
-"""Shutdown (issue 22): ``tenure worker --grace SECONDS`` gives running jobs that long on SIGTERM
+"""Shutdown: ``tenure worker --grace SECONDS`` gives running jobs that long on SIGTERM
 (default 30 s, where it was a fixed 5 s); a job still running then is released at once (pending,
 its retries left unchanged) rather than left leased until its lease runs out; a second signal
 stops at once and releases the in-flight jobs the same way. Real processes on both engines."""

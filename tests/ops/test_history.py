@@ -1,4 +1,4 @@
-"""Error history (issue 22): every failed attempt leaves an entry on the job — attempt, when,
+"""Error history: every failed attempt leaves an entry on the job — attempt, when,
 the exception's class path, its message and a bounded traceback — and the list is bounded (the
 first entry and the most recent are kept). ``last_error`` still holds the last message."""
 

@@ -1,4 +1,4 @@
-"""Logging and App hooks (issue 22): every failed attempt is a WARNING record with its traceback,
+"""Logging and App hooks: every failed attempt is a WARNING record with its traceback,
 a dead job an ERROR, through standard logging under ``tenure.*``; the JSON format prints the job's
 fields; ``@app.on_worker_start`` runs before the worker claims and ``@app.on_outcome`` sees every
 outcome with the exception (Sentry-style reporting in one function)."""

@@ -1,6 +1,6 @@
-"""Order (issue 22): jobs enqueued without an id get time-ordered ids (UUIDv7, RFC 9562), and
+"""Order: jobs enqueued without an id get time-ordered ids (UUIDv7, RFC 9562), and
 listings walk newest first: ``page(order="newest")`` (the same keyset, down the primary key),
-``tenure jobs list`` and the dashboard by default. ``page()``'s default stays JOBS-FORMAT's
+``tenure jobs list`` and the dashboard by default. ``page()``'s default stays docs/spec.md's
 ascending id order (spec 10.2, pinned by tests/conformance/test_10_admin.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Progress (issue 22): ``ctx.progress(fraction, note=None)`` is stored on the job as
+"""Progress: ``ctx.progress(fraction, note=None)`` is stored on the job as
 ``Job.progress``, throttled to one write per second per attempt with the last report always
 written before the attempt settles, and fenced by the lease (a stale attempt writes nothing)."""
 

@@ -1,4 +1,4 @@
-"""Tags and meta (issue 22, admin at scale): ``enqueue(..., tags=[...], meta={...})`` on every
+"""Tags and meta (admin at scale): ``enqueue(..., tags=[...], meta={...})`` on every
 enqueue path (``enqueue``, ``enqueue_many``, task options, ``tx.jobs``), ``Job.tags`` /
 ``Job.meta``, ``page(tag=...)``, the CLI's ``--tag`` and the dashboard's ``/api/jobs?tag=``; one
 verdict per bad input on both engines (TN1001 / TN1002, naming the field)."""

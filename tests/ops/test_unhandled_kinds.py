@@ -1,4 +1,4 @@
-"""Unhandled kinds (issue 22; tenure.kinds, docs/operations.md "Unhandled kinds") on both engines:
+"""Unhandled kinds (tenure.kinds, docs/operations.md "Unhandled kinds") on both engines:
 queued jobs whose kind no LIVE worker handles, by queue and kind, in the read itself, in
 ``tenure stats`` (text and --json), in the dashboard's ``/api/overview`` and ``/metrics``, and
 the WARNING a worker logs at start for queued kinds in its queues it cannot run.
@@ -20,8 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 import tenure
 from tenure import kinds
 from tenure.dashboard import create_app
-from tenure.dashboard.insights import Insights
 from tenure.engine.rows import QueuedKindRow
+from tenure.insights import Insights
 
 
 def _until(pred, what: str, timeout: float = 20.0):

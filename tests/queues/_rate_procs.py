@@ -1,4 +1,4 @@
-"""Child-process side of the rate-limit and order tests (issue 25): imported by name in spawned
+"""Child-process side of the rate-limit and order tests: imported by name in spawned
 processes, so it stays a plain module with no pytest dependency."""
 
 from __future__ import annotations

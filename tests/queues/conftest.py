@@ -1,4 +1,4 @@
-"""Fixtures for the queue tests (issue 5). Every test runs on SQLite and PostgreSQL; ``store``
+"""Fixtures for the queue tests. Every test runs on SQLite and PostgreSQL; ``store``
 has the injected clock and random, ``other`` is a second store on the same database (what another
 process sees).
 

@@ -1,4 +1,4 @@
-"""Bulk enqueue (issue 5): ``enqueue_many`` validates everything first and writes in one
+"""Bulk enqueue: ``enqueue_many`` validates everything first and writes in one
 transaction (SQLite: one executemany; PostgreSQL: one multi-row statement per chunk). The rate is
 printed (``-s``); the long measurement is opt-in (``-m soak``)."""
 

@@ -1,4 +1,4 @@
-"""Bulk enqueue streamed into the store (issue 26): ``enqueue_many`` of jobs that cannot collide
+"""Bulk enqueue streamed into the store: ``enqueue_many`` of jobs that cannot collide
 (ids minted by tenure, no ``singleton_key``/``singleton_for``/``debounce``, no queue policy)
 validates each job while the previous ones are written (PostgreSQL: COPY straight into
 ``tenure_jobs``; SQLite keeps its one-transaction insert). Whatever the path, a bulk stores

@@ -1,4 +1,4 @@
-"""Dead letters cannot re-run a job behind its owner's back, nor run away (issue 19 item 6;
+"""Dead letters cannot re-run a job behind its owner's back, nor run away (
 docs/queues.md, "Dead letters and redrive"; docs/guarantees.md, "Liveness: bounded reclaim and
 dead letters").
 

@@ -1,4 +1,4 @@
-"""Dead letters and redrive (issue 5). A job that dies is kept ``dead`` (JOBS-FORMAT checklist
+"""Dead letters and redrive. A job that dies is kept ``dead`` (docs/spec.md
 4.3/4.4) AND copied to its queue's dead-letter queue in the failure's own transaction;
 ``jobs.redrive`` moves the copies back to the queues they died in."""
 
@@ -28,7 +28,7 @@ def test_a_dead_job_is_kept_and_copied_to_the_dead_letter_queue(store, clock):
     claim = store.jobs.claim("k", owner="w")
     dead = store.jobs.fail(claim.lease, RuntimeError("card declined"))  # attempts ran out
     assert (dead.state, dead.last_error) == ("dead", "card declined")
-    assert store.jobs.get(jid).state == "dead"  # kept (checklist 4.3)
+    assert store.jobs.get(jid).state == "dead"  # kept (spec 4.3)
     (copy,) = jobs_in(store, "q.dlq")
     assert (copy.kind, copy.payload, copy.state, copy.last_error, copy.origin_id) == (
         "k", {"order": 42}, "pending", "card declined", jid)

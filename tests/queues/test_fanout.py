@@ -1,4 +1,4 @@
-"""Fan-out (issue 5): ``store.publish(event, payload)`` enqueues one job of kind ``event`` on every
+"""Fan-out: ``store.publish(event, payload)`` enqueues one job of kind ``event`` on every
 queue subscribed with ``store.subscribe(event, queue)``, in one transaction."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Concurrency limits (issue 5): ``concurrency_limit`` per queue and ``group_limit`` per
+"""Concurrency limits: ``concurrency_limit`` per queue and ``group_limit`` per
 ``group_key``, global across every worker and host, enforced inside the claim. The last test runs
 real processes claiming at once and samples the number of leased jobs from outside."""
 

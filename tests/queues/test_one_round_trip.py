@@ -1,4 +1,4 @@
-"""One round trip per enqueue (issue 26): on PostgreSQL one ``enqueue`` is ONE statement, the
+"""One round trip per enqueue: on PostgreSQL one ``enqueue`` is ONE statement, the
 INSERT with the queue's defaults resolved inside it (no registry read first, nothing cached). These
 tests pin what that path must keep, on both engines: every default and policy resolved as the
 registry resolves them, a queue changed by another process taking effect on the very next enqueue,

@@ -1,4 +1,4 @@
-"""Strict per-key order and fairness across groups (issue 25), on both engines, with the injected
+"""Strict per-key order and fairness across groups, on both engines, with the injected
 clock. ``test_rate_processes.py`` runs the strict order with real worker processes."""
 
 from __future__ import annotations

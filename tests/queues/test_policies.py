@@ -1,4 +1,4 @@
-"""Uniqueness and throttling (issue 5): the pg-boss policies, ``singleton_for`` and ``debounce``,
+"""Uniqueness and throttling: the pg-boss policies, ``singleton_for`` and ``debounce``,
 enforced by the database's partial unique indexes and the claim statement. A duplicate answers
 the EXISTING job's id, never a driver error. "Queued" means pending (docs/queues.md)."""
 
@@ -208,7 +208,7 @@ def test_enqueue_many_answers_existing_ids_for_duplicates_inside_and_outside_the
 
 
 def test_a_caller_supplied_id_that_exists_is_answered_as_is(store):
-    """JOBS-FORMAT checklist 2.3 still holds under a policy."""
+    """spec 2.3 still holds under a policy."""
     store.queues.create("q", policy="exclusive")
     assert store.jobs.enqueue("k", 1, id="job-1", queue="q", singleton_key="x") == "job-1"
     assert store.jobs.enqueue("k", 2, id="job-1", queue="q", singleton_key="x") == "job-1"
@@ -224,7 +224,7 @@ def test_standard_queue_keys_do_nothing_without_throttle_or_debounce(store):
 
 
 def test_policies_hold_inside_the_callers_transaction(store):
-    """The outbox (JOBS-FORMAT checklist 3.19) with a policy: a duplicate inside the transaction
+    """The outbox (spec 3.19) with a policy: a duplicate inside the transaction
     answers the first job's id without ending the transaction; a rollback takes both away."""
     store.queues.create("q", policy="short")
     with pytest.raises(RuntimeError):

@@ -1,5 +1,5 @@
-"""Priority within and across queues (issue 5): higher first; equal priorities keep JOBS-FORMAT
-checklist 3.5's order (run_at, created_at, id) — checklist 8.2."""
+"""Priority within and across queues: higher first; equal priorities keep docs/spec.md
+spec 3.5's order (run_at, created_at, id) — spec 8.2."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def test_higher_priority_first_within_a_queue(store, clock):
 
 
 def test_equal_priorities_keep_run_at_then_created_at_then_id_order(store, clock):
-    """Checklist 3.5 / 8.2: with a frozen clock, ids ``b`` then ``a`` are claimed as ``a``, ``b``;
+    """spec 3.5 / 8.2: with a frozen clock, ids ``b`` then ``a`` are claimed as ``a``, ``b``;
     an earlier run_at goes first whatever its creation time."""
     store.jobs.enqueue("k", "b", id="b", queue="q", priority=3)
     store.jobs.enqueue("k", "a", id="a", queue="q", priority=3)

@@ -1,4 +1,4 @@
-"""Uniqueness that holds when inserts race (issue 5 "Done when"): processes enqueue the same keys
+"""Uniqueness that holds when inserts race: processes enqueue the same keys
 at the same instant; the database's unique indexes leave exactly one job per key, and every
 process is answered that job's id (never a driver error)."""
 

@@ -1,4 +1,4 @@
-"""Rate limits (issue 25): ``rate_limit`` per queue and ``group_rate_limit`` per ``group_key``,
+"""Rate limits: ``rate_limit`` per queue and ``group_rate_limit`` per ``group_key``,
 "no more than N starts in any window of that length", enforced inside the claim on both engines.
 The window arithmetic runs on the injected clock here; ``test_rate_processes.py`` runs real
 workers in real time."""

@@ -1,4 +1,4 @@
-"""Issue 25, "Done when", in real time: three worker PROCESSES on each engine share one
+"""\"Done when\", in real time: three worker PROCESSES on each engine share one
 rate-limited queue (and then one per-group limit), strict per-key order holds across them, and a
 fair queue serves small groups before a big backlog.
 

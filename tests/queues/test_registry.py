@@ -1,8 +1,8 @@
-"""The queue registry and the defaults resolved at enqueue (issue 5: "Queue registry").
+"""The queue registry and the defaults resolved at enqueue ("Queue registry").
 
-Defaults resolve job option -> queue default -> built-in; JOBS-FORMAT rows 2.8 (max_attempts per
+Defaults resolve job option -> queue default -> built-in; docs/spec.md rows 2.8 (max_attempts per
 job, default 5) and 4.5 (the worker's backoff when the queue has no retry policy) must still hold
-when nothing is configured (checklist §8: additions leave every row true when unused).
+when nothing is configured (spec §8: additions leave every row true when unused).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def test_enqueue_creates_an_unknown_queue_with_builtin_defaults(store, clock):
     q = store.queues.get("fresh")
     assert (q.policy, q.max_attempts, q.paused, q.created_at) == ("standard", None, False, clock())
     job = store.jobs.get(jid)
-    assert (job.max_attempts, job.timeout_ms, job.dead_letter) == (5, None, None)  # checklist 2.8
+    assert (job.max_attempts, job.timeout_ms, job.dead_letter) == (5, None, None)  # spec 2.8
 
 
 def test_outbox_enqueue_on_the_apps_own_connection_creates_the_queue(store):
@@ -168,7 +168,7 @@ def test_exponential_retry_backoff_with_jitter_and_cap(store, clock, rand):
 
 
 def test_without_a_queue_retry_policy_the_worker_backoff_applies(store, clock, rand):
-    """JOBS-FORMAT checklist 4.5: random=0 -> 500 ms after the first failure."""
+    """spec 4.5: random=0 -> 500 ms after the first failure."""
     store.jobs.enqueue("k", None, queue="q")
     claim = store.jobs.claim("k", owner="w")
     assert store.jobs.fail(claim.lease, "boom").run_at == clock() + 500

@@ -1,6 +1,6 @@
-"""Results and batch claiming (issue 5): the completion value is stored (``job.result``),
+"""Results and batch claiming: the completion value is stored (``job.result``),
 ``handle.result()`` waits for it across the store, and ``claim_many`` leases each job with its own
-fence (JOBS-FORMAT checklist 3.3 per job, 6.4 for the handler's return value)."""
+fence (spec 3.3 per job, 6.4 for the handler's return value)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ It forwards bytes both ways, and on demand:
   (ReadyForQuery, idle: committed) is dropped, the client side of that connection is closed, and
   the server side is drained for a moment before it is closed, so the server never sees a broken
   connection before its commit. The client sees the connection break mid-call with its statement
-  committed: "the claim committed, the worker never saw the answer" (issue 19 item 8).
+  committed: "the claim committed, the worker never saw the answer".
 
 Only for tests; one thread per direction per connection.
 """

@@ -1,5 +1,5 @@
 """Hostile and malformed input: each refused by a coded error at the call, nothing written; SQL-
-looking text is stored as data (issue 10; checklist 2.15, 3.13, 9.2)."""
+looking text is stored as data (spec 2.15, 3.13, 9.2)."""
 
 from __future__ import annotations
 

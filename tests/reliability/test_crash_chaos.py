@@ -1,7 +1,7 @@
 """Chaos: worker processes killed with SIGKILL at random points (before a claim commits, mid-
 handler, between the handler's return and the completion's commit, mid-renewal), restarted, over
 and over. In the end every job is done exactly once in the store, none is stuck, and the handlers'
-side-effect ledger shows at-least-once execution (issue 10; checklist 3.16, 3.17, 5.1)."""
+side-effect ledger shows at-least-once execution (spec 3.16, 3.17, 5.1)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ WORKER = textwrap.dedent('''
 
 @pytest.mark.timeout(180)
 def test_random_sigkills_never_lose_or_double_settle(engine_url, tmp_path):
-    n_jobs = 2000  # issue 4: 4 worker processes x 2 000 jobs with random kill -9
+    n_jobs = 2000  # 4 worker processes x 2 000 jobs with random kill -9
     store = tenure.connect(engine_url)
     ids = store.jobs.enqueue_many([{"kind": "chaos", "payload": {"n": i}} for i in range(n_jobs)])
     ledger = tmp_path / "ledger.jsonl"

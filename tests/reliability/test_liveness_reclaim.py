@@ -1,4 +1,4 @@
-"""Liveness under a job that crashes its worker (issue 19 items 1 and "no hostages"; docs/guarantees.md,
+"""Liveness under a job that crashes its worker (docs/guarantees.md,
 "Liveness: bounded reclaim and dead letters").
 
 A handler that kills its process (``os._exit``, like a segfault or the OOM killer) must not stall

@@ -1,10 +1,10 @@
-"""Liveness soak (opt-in: ``pytest -m liveness_soak``; issue 19, "Done when"): for
+"""Liveness soak (opt-in: ``pytest -m liveness_soak``; \"Done when\"): for
 ``$TENURE_LIVENESS_SOAK_SECONDS`` (default 300) on each engine, the test process enqueues a mix of
 healthy jobs and bad ones into several real worker processes under the supervisor
 (``python -m tenure.supervisor``), with a short lease so recovery is quick:
 
 - **crash**: the handler kills its process (``os._exit``): recovered by the next claim, dead once
-  its attempts are spent (bounded reclaim, issue 19 item 1), its batch-mates unharmed;
+  its attempts are spent (bounded reclaim, ), its batch-mates unharmed;
 - **hang**: the handler ignores its 0.2 s timeout forever: a zombie slot, the child turns unhealthy
   and exits 75, the supervisor replaces it (item 5);
 - **nul**: the handler raises an error whose message holds a NUL and a lone surrogate;

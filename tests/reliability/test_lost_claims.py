@@ -1,4 +1,4 @@
-"""Connection loss is not a lost lease (issue 19 item 8).
+"""Connection loss is not a lost lease.
 
 * A claim whose answer was lost (committed on the server; the connection broke before the worker
   read it) is given back by the worker at once, under its own instance identity, so the job runs

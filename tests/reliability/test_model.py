@@ -1,6 +1,6 @@
-"""Model-based test: a pure-Python model of the JOBS-FORMAT state machine, driven by hypothesis
+"""Model-based test: a pure-Python model of the docs/spec.md state machine, driven by hypothesis
 against the real store on both engines. Every answer and every coded refusal is checked against
-the model (issue 10; checklist §2, §3, §4, §5, §10)."""
+the model (spec §2, §3, §4, §5, §10)."""
 
 from __future__ import annotations
 

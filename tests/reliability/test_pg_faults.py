@@ -1,5 +1,5 @@
 """PostgreSQL faults: the server restarted (fast and immediate shutdown) under a running load, and
-connection-pool exhaustion (issue 10). Workers reconnect by themselves; no job is lost or settled
+connection-pool exhaustion. Workers reconnect by themselves; no job is lost or settled
 twice; an exhausted pool is a bounded wait and a coded error, never a hang."""
 
 from __future__ import annotations

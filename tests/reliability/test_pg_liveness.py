@@ -1,4 +1,4 @@
-"""A PostgreSQL server that stops answering (issue 19 item 4). A TCP proxy in front of the server
+"""A PostgreSQL server that stops answering. A TCP proxy in front of the server
 silences every open connection without closing it (a stalled PgBouncer, a partition, a failover
 with a query in flight): the worker's calls are cut at their deadline instead of hanging, the
 worker resumes once the network is back, and ``stop()`` returns within its grace while the server

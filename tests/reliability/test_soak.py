@@ -1,6 +1,6 @@
 """Soak (opt-in: ``pytest -m soak``): a bounded mixed load — enqueue, work with failures and
 retries, operator cancels, sweeps — for ``$TENURE_SOAK_SECONDS`` (default 300) on each engine, then
-the accounting must balance exactly (issue 10)."""
+the accounting must balance exactly."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """SQLite under storage faults: a full disk, a read-only file system and a foreign write lock each
 answer a coded error at the call, leave the file consistent, and work resumes once the fault
-clears (issue 10; checklist 9.3). Uses a real tmpfs (needs root to mount; skipped otherwise)."""
+clears (spec 9.3). Uses a real tmpfs (needs root to mount; skipped otherwise)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_read_only_file_system_is_coded_and_reads_still_work(small_fs):
 
 
 def test_read_only_empty_database_refused_at_first_use(tmp_path):
-    """Checklist 9.5: store.jobs on a read-only store without tenure's tables is TN0002."""
+    """spec 9.5: store.jobs on a read-only store without tenure's tables is TN0002."""
     path = tmp_path / "empty.db"
     sqlite3.connect(path).close()
     store = tenure.connect(f"sqlite:///{path}?mode=ro")

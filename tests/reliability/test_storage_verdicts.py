@@ -1,4 +1,4 @@
-"""Storage verdicts at the edges (issue 20, items 3 and 8; docs/operations.md, "Storage verdicts").
+"""Storage verdicts at the edges (docs/operations.md, "Storage verdicts").
 
 - A store on read-only media is READABLE, and every write answers ReadOnlyStore (TN0002), on both
   engines: a SQLite file on a read-only mount (opened with a plain URL, no ``?mode=ro``), and a

@@ -1,4 +1,4 @@
-"""Liveness: every outcome settles, and what enqueue accepts a worker can decode (issue 19, items
+"""Liveness: every outcome settles, and what enqueue accepts a worker can decode (items
 2, 3 and 7; docs/guarantees.md, "Liveness: every outcome settles"). Both engines.
 
 A failure message with a NUL or a lone surrogate, a result the store cannot hold, a 50 MB message,

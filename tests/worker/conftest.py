@@ -1,4 +1,4 @@
-"""Fixtures for the worker tests (JOBS-FORMAT checklist §6 and the task API).
+"""Fixtures for the worker tests (spec §6 and the task API).
 
 ``any_store`` (injected clock and random) and ``live_store`` (real clock) come from
 ``tests/conftest.py`` and run once per engine. Here: ``engine_url`` again, with the same meaning,

@@ -1,4 +1,4 @@
-"""JOBS-FORMAT checklist §6, the worker's shape: options, concurrency, handler results, backoff,
+"""spec §6, the worker's shape: options, concurrency, handler results, backoff,
 outcomes, stats, restarts (rows 6.1-6.8, 6.16-6.18, 6.20, 6.22, 6.27; 3.21, 9.2, 9.6).
 
 Every test runs on both engines with real threads. Tests that look at time stamps use the injected
@@ -23,7 +23,7 @@ STATS_KEYS = {"claims", "completions", "failures", "wakes", "polls", "renewals",
 
 
 def test_6_1_create_worker_with_every_option(any_store, make_worker):
-    """JOBS-FORMAT checklist 6.1: create_worker takes every option and answers an object with
+    """spec 6.1: create_worker takes every option and answers an object with
     start, stop, stats and leases."""
     seen = Outcomes()
     w = make_worker(any_store, {"k": lambda p, ctx: p}, concurrency=2, poll_interval=0.05, lease_ms=5000,
@@ -46,7 +46,7 @@ def test_6_1_create_worker_with_every_option(any_store, make_worker):
 @pytest.mark.parametrize("bad,exc", [(0, ValueError), (-1, ValueError), (1.5, TypeError), ("2", TypeError),
                                      (True, TypeError), (None, TypeError)])
 def test_6_2_concurrency_must_be_a_positive_int(any_store, bad, exc):
-    """JOBS-FORMAT checklist 6.2: concurrency defaults to 1; 0, -1, 1.5, "2" (and bool) raise at
+    """spec 6.2: concurrency defaults to 1; 0, -1, 1.5, "2" (and bool) raise at
     construction."""
     assert any_store.jobs.create_worker({"k": print}).concurrency == 1
     with pytest.raises(exc):
@@ -54,7 +54,7 @@ def test_6_2_concurrency_must_be_a_positive_int(any_store, bad, exc):
 
 
 def test_6_3_at_most_concurrency_attempts_at_once(any_store, make_worker):
-    """JOBS-FORMAT checklist 6.3: concurrency=N runs at most N attempts at once; in_flight stops at N."""
+    """spec 6.3: concurrency=N runs at most N attempts at once; in_flight stops at N."""
     release = threading.Event()
     lock = threading.Lock()
     running, peak = [0], [0]
@@ -82,7 +82,7 @@ def test_6_3_at_most_concurrency_attempts_at_once(any_store, make_worker):
 
 @pytest.mark.parametrize("style", ["sync", "async"])
 def test_6_4_handler_gets_payload_and_ctx_and_its_return_is_the_result(any_store, make_worker, style):
-    """JOBS-FORMAT checklist 6.4 (and 2.4): a handler gets (payload, ctx) with ctx.job,
+    """spec 6.4 (and 2.4): a handler gets (payload, ctx) with ctx.job,
     ctx.cancelled and ctx.checkpoints; its return value becomes the result; a None payload stays None."""
     seen = {}
 
@@ -110,7 +110,7 @@ def test_6_4_handler_gets_payload_and_ctx_and_its_return_is_the_result(any_store
 
 
 def test_6_5_idle_loop_polls_every_poll_interval(live_store, make_worker):
-    """JOBS-FORMAT checklist 6.5 (the polling half; the cross-process pickup is in
+    """spec 6.5 (the polling half; the cross-process pickup is in
     test_processes.py): an idle worker polls once per poll_interval."""
     w = make_worker(live_store, {"k": print}, poll_interval=0.05, watch=False, maintenance=False)
     w.start()
@@ -125,7 +125,7 @@ def test_6_5_idle_loop_polls_every_poll_interval(live_store, make_worker):
 
 @pytest.mark.parametrize("style", ["sync", "async"])
 def test_6_6_same_store_enqueue_wakes_idle_loops_at_once(live_store, make_worker, style):
-    """JOBS-FORMAT checklist 6.6: with poll_interval=60 s (and no cross-process watcher), an enqueue
+    """spec 6.6: with poll_interval=60 s (and no cross-process watcher), an enqueue
     on the same store starts the handler within ~50 ms; ``wakes`` increases."""
     started = threading.Event()
     at = {}
@@ -161,7 +161,7 @@ def test_6_6_same_store_enqueue_wakes_idle_loops_at_once(live_store, make_worker
 @pytest.mark.parametrize("rand_value,share", [(0.0, 0.5), (0.999999, 1.0)])
 def test_6_7_worker_backoff_is_jittered_between_half_and_all(any_store, make_worker, clock, rand,
                                                              rand_value, share):
-    """JOBS-FORMAT checklist 6.7: the worker's backoff is min(cap, base*2^(attempts-1)), jittered
+    """spec 6.7: the worker's backoff is min(cap, base*2^(attempts-1)), jittered
     between 1/2 and 1 times; here base 2 s and cap 3 s."""
     rand.value = rand_value
 
@@ -187,7 +187,7 @@ def test_6_7_worker_backoff_is_jittered_between_half_and_all(any_store, make_wor
 
 
 def test_6_7_default_backoff_is_one_second_base(any_store, make_worker, clock, rand):
-    """JOBS-FORMAT checklist 6.7: the defaults are a 1 s base (and a 60 s cap)."""
+    """spec 6.7: the defaults are a 1 s base (and a 60 s cap)."""
     rand.value = 0.0
     job_id = any_store.jobs.enqueue("k")
     w = make_worker(any_store, {"k": lambda p, ctx: 1 / 0})
@@ -197,7 +197,7 @@ def test_6_7_default_backoff_is_one_second_base(any_store, make_worker, clock, r
 
 
 def test_6_8_max_attempts_belongs_to_the_job(any_store, make_worker):
-    """JOBS-FORMAT checklist 6.8: max_attempts=2 → dead after exactly 2 attempts, whatever the
+    """spec 6.8: max_attempts=2 → dead after exactly 2 attempts, whatever the
     worker's settings."""
     calls = []
 
@@ -217,7 +217,7 @@ def test_6_8_max_attempts_belongs_to_the_job(any_store, make_worker):
 
 
 def test_6_16_on_outcome_once_per_settled_attempt(any_store, make_worker, other_store, clock):
-    """JOBS-FORMAT checklist 6.16: on_outcome runs once per settled attempt with outcome, job_id,
+    """spec 6.16: on_outcome runs once per settled attempt with outcome, job_id,
     kind, attempt, generation (code and reason when there are some): completed, failed, lost and
     cancelled in one run."""
     seen = Outcomes()
@@ -275,7 +275,7 @@ def test_6_16_on_outcome_once_per_settled_attempt(any_store, make_worker, other_
 
 
 def test_6_16_a_failure_reports_the_handlers_own_code(any_store, make_worker):
-    """JOBS-FORMAT checklist 6.16 with decision 6: a handler failing with a coded error (a refused
+    """spec 6.16 with D6: a handler failing with a coded error (a refused
     workflow resume, TN2069) is reported ``failed`` with that ``code``; an uncoded one has none."""
     seen = Outcomes()
 
@@ -294,7 +294,7 @@ def test_6_16_a_failure_reports_the_handlers_own_code(any_store, make_worker):
 
 
 def test_6_17_a_raising_observer_never_affects_the_loop(any_store, make_worker):
-    """JOBS-FORMAT checklist 6.17: with an on_outcome observer that raises, every job still gets done."""
+    """spec 6.17: with an on_outcome observer that raises, every job still gets done."""
     calls = []
 
     def observer(event):
@@ -311,7 +311,7 @@ def test_6_17_a_raising_observer_never_affects_the_loop(any_store, make_worker):
 
 
 def test_6_18_leases_lists_the_leases_held_now(any_store, make_worker):
-    """JOBS-FORMAT checklist 6.18: two blocking handlers → two leases (one per attempt); afterwards none."""
+    """spec 6.18: two blocking handlers → two leases (one per attempt); afterwards none."""
     release = threading.Event()
     a = any_store.jobs.enqueue("k", id="a")
     b = any_store.jobs.enqueue("k", id="b")
@@ -329,7 +329,7 @@ def test_6_18_leases_lists_the_leases_held_now(any_store, make_worker):
 
 
 def test_6_20_stats_report_every_counter(any_store, make_worker):
-    """JOBS-FORMAT checklist 6.20: stats() has claims, completions, failures, wakes, polls,
+    """spec 6.20: stats() has claims, completions, failures, wakes, polls,
     renewals, lost settlements, cancellations, in-flight and claim_errors, matching the run."""
     w = make_worker(any_store, {"ok": lambda p, ctx: 1, "bad": lambda p, ctx: 1 / 0}, poll_interval=0.02,
                     concurrency=2)
@@ -364,7 +364,7 @@ class _Custom(BaseException):
 @pytest.mark.parametrize("case", ["non-json", "nan", "str-raises", "base-exception", "system-exit",
                                   "async-non-json", "async-str-raises"])
 def test_6_22_no_handler_outcome_breaks_the_loop(any_store, make_worker, case):
-    """JOBS-FORMAT checklist 6.22: a non-JSON result, or an exception whose str() raises (or a
+    """spec 6.22: a non-JSON result, or an exception whose str() raises (or a
     BaseException), becomes an ordinary failed attempt with a message; the next job still runs."""
     def bad(payload, ctx):
         if case in ("non-json", "async-non-json"):
@@ -399,7 +399,7 @@ def test_6_22_no_handler_outcome_breaks_the_loop(any_store, make_worker, case):
 
 
 def test_6_27_a_restart_builds_fresh_loops(any_store, make_worker):
-    """JOBS-FORMAT checklist 6.27: a later start() builds fresh loops, re-registers the wake hook and
+    """spec 6.27: a later start() builds fresh loops, re-registers the wake hook and
     the close-time stop; a cancelled loop is never revived: concurrent claims stay <= concurrency."""
     lock = threading.Lock()
     running, peak = [0], [0]
@@ -430,7 +430,7 @@ def test_6_27_a_restart_builds_fresh_loops(any_store, make_worker):
 
 
 def test_3_21_a_worker_made_in_a_transaction_is_root_owned(any_store):
-    """JOBS-FORMAT checklist 3.21: a worker created through tx.jobs is not bound to that transaction:
+    """spec 3.21: a worker created through tx.jobs is not bound to that transaction:
     roll it back, start the worker, and jobs are processed."""
     with pytest.raises(RuntimeError):
         with any_store.transaction() as tx:
@@ -448,7 +448,7 @@ def test_3_21_a_worker_made_in_a_transaction_is_root_owned(any_store):
 
 
 def test_9_2_a_worker_started_twice_is_a_type_error(any_store, make_worker):
-    """JOBS-FORMAT checklist 9.2: a malformed handler map and a second start() raise TypeError."""
+    """spec 9.2: a malformed handler map and a second start() raise TypeError."""
     for handlers in ({"k": 1}, {3: print}, ["k"], {}):
         with pytest.raises(TypeError):
             any_store.jobs.create_worker(handlers)
@@ -463,7 +463,7 @@ def test_9_2_a_worker_started_twice_is_a_type_error(any_store, make_worker):
 
 
 def test_9_6_a_job_failure_is_data_never_raised(any_store, make_worker):
-    """JOBS-FORMAT checklist 9.6: with an always-raising handler, start and stop raise nothing; the
+    """spec 9.6: with an always-raising handler, start and stop raise nothing; the
     failure lands in last_error and the §4 states."""
     def always(payload, ctx):
         raise KeyError("always")
@@ -480,7 +480,7 @@ def test_9_6_a_job_failure_is_data_never_raised(any_store, make_worker):
 
 def test_settle_and_refill_keeps_concurrency_and_max_jobs(any_store, make_worker):
     """Under a backlog the settler claims the slots a batch frees in the settlement's own
-    transaction (issue 9). Checklist 6.3 still holds exactly: no handler ever sees more than
+    transaction. spec 6.3 still holds exactly: no handler ever sees more than
     ``concurrency`` attempts in flight; ``max_jobs`` caps the claims of both claimers together;
     every job runs once."""
     jobs = any_store.jobs
@@ -520,8 +520,8 @@ def test_claim_sizes_never_exceed_the_free_slots_and_come_from_a_small_set():
 
 def test_two_settlers_on_postgresql_keep_concurrency_exact(any_store, make_worker):
     """On PostgreSQL two settler threads settle (and refill) at once, each about half the slots, so
-    one half's round trip overlaps the other half's handlers (issue 9); SQLite keeps one (its
-    single writer would only queue them). Checklist 6.3 holds exactly with both claiming: the
+    one half's round trip overlaps the other half's handlers; SQLite keeps one (its
+    single writer would only queue them). spec 6.3 holds exactly with both claiming: the
     attempts in flight, sampled by a watcher thread throughout, never exceed ``concurrency``, and
     every job runs and settles once."""
     import random

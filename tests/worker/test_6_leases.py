@@ -1,4 +1,4 @@
-"""JOBS-FORMAT checklist §6: renewal, lease loss, storage trouble during renewal, in-flight state by
+"""spec §6: renewal, lease loss, storage trouble during renewal, in-flight state by
 token, and cancelling a running attempt (rows 6.10-6.15, 6.19, 6.23, 6.24, 10.9-10.11).
 
 Leases never expire by waiting: tests move the injected clock (``any_store``) past ``expires_at``.
@@ -21,8 +21,8 @@ from ._wk import Outcomes, wait_for
 
 
 def test_6_10_renewal_keeps_long_handler(live_store, make_worker, other_store):
-    """JOBS-FORMAT checklist 6.10: leases are renewed at lease_ms/3 while a handler runs and each
-    renewal replaces the lease: a 1 s handler with a 400 ms lease (the checklist says 300; a little
+    """spec 6.10: leases are renewed at lease_ms/3 while a handler runs and each
+    renewal replaces the lease: a 1 s handler with a 400 ms lease (the spec's example says 300; a little
     slack for loaded machines) is not stolen by a rival polling for it; renewals >= 2; the token in
     leases() changes."""
     tokens, stop_rival = [], threading.Event()
@@ -66,7 +66,7 @@ def test_6_10_renewal_keeps_long_handler(live_store, make_worker, other_store):
 
 @pytest.mark.parametrize("late", ["return", "raise"])
 def test_6_11_6_15_stalled_attempt_without_renewal_is_lost(any_store, make_worker, other_store, clock, late):
-    """JOBS-FORMAT checklist 6.11 and 6.15: with renew=False a handler that outlives its lease loses
+    """spec 6.11 and 6.15: with renew=False a handler that outlives its lease loses
     the job to a rival's claim; its outcome is ``lost`` (TN2066); its later return or raise leaves
     the row, completions and failures unchanged."""
     seen = Outcomes()
@@ -106,7 +106,7 @@ def test_6_11_6_15_stalled_attempt_without_renewal_is_lost(any_store, make_worke
 @pytest.mark.parametrize("style", ["sync", "async"])
 def test_6_14_6_23_lost_lease_sets_the_event_with_the_fence_code(any_store, make_worker, other_store, clock,
                                                                  style):
-    """JOBS-FORMAT checklist 6.14 and 6.23: after a rival's reclaim, the next renewal is refused and
+    """spec 6.14 and 6.23: after a rival's reclaim, the next renewal is refused and
     the attempt's event is set with the coded refusal as its reason (TN2066, not the shutdown
     marker); the attempt ends ``lost``."""
     seen, reasons = Outcomes(), []
@@ -154,7 +154,7 @@ def _locked_store(engine_url, clock):
 
 
 def test_6_12_renewal_storage_trouble_is_not_loss(engine_url, clock, make_worker):
-    """JOBS-FORMAT checklist 6.12: renewals that fail for a storage reason (an external write lock
+    """spec 6.12: renewals that fail for a storage reason (an external write lock
     held for less than a lease) are not loss: the lease stands, the event stays clear, the next
     renewal is armed; the outcome is ``completed``."""
     _sqlite_only(engine_url)
@@ -197,7 +197,7 @@ def test_6_12_renewal_storage_trouble_is_not_loss(engine_url, clock, make_worker
 
 def test_6_12_settlement_storage_trouble_is_retried_while_the_lease_lasts(engine_url, clock, make_worker,
                                                                          caplog):
-    """JOBS-FORMAT checklist 6.12, for the settling call: a completion that fails for a storage
+    """spec 6.12, for the settling call: a completion that fails for a storage
     reason (the external write lock) is retried while the lease stands, and lands once the lock
     is gone: outcome ``completed``, never ``lost``."""
     _sqlite_only(engine_url)
@@ -227,7 +227,7 @@ def test_6_12_settlement_storage_trouble_is_retried_while_the_lease_lasts(engine
 
 
 def test_6_13_expiry_during_storage_trouble_is_the_single_loss(engine_url, clock, make_worker):
-    """JOBS-FORMAT checklist 6.13: only a fence code proves loss: with the lock held past the lease,
+    """spec 6.13: only a fence code proves loss: with the lock held past the lease,
     the failed renewals are not loss, and the renewal after the lock meets the expiry: exactly one
     ``lost`` with TN2067, no ``failed``. The job is then recovered by the next claim."""
     _sqlite_only(engine_url)
@@ -268,7 +268,7 @@ def test_6_13_expiry_during_storage_trouble_is_the_single_loss(engine_url, clock
 
 
 def test_6_19_in_flight_state_is_keyed_by_token(any_store, make_worker, clock):
-    """JOBS-FORMAT checklist 6.19: the worker reclaims its own stalled job: two tokens for one job id
+    """spec 6.19: the worker reclaims its own stalled job: two tokens for one job id
     in leases(), and the outcomes are ``lost`` (the stalled attempt) and ``completed``."""
     seen = Outcomes()
     first_in, first_go, second_in, second_go = (threading.Event() for _ in range(4))
@@ -299,13 +299,13 @@ def test_6_19_in_flight_state_is_keyed_by_token(any_store, make_worker, clock):
     first_go.set()
     events = seen.wait(2)
     assert [(e["outcome"], e["attempt"]) for e in events] == [("completed", 2), ("lost", 1)]
-    assert events[1]["code"] == "TN2065"  # the live attempt had settled it by then (decision 2)
+    assert events[1]["code"] == "TN2065"  # the live attempt had settled it by then (D2)
     job = any_store.jobs.get(job_id)
     assert (job.state, job.result) == ("done", "second")
 
 
 def test_6_23_shutdown_reason_is_a_marker_not_a_fence_code(any_store, make_worker):
-    """JOBS-FORMAT checklist 6.23: after stop() the attempt's reason is the shutdown marker (the
+    """spec 6.23: after stop() the attempt's reason is the shutdown marker (the
     loss half is in test_6_14_6_23_...)."""
     reasons = []
 
@@ -324,7 +324,7 @@ def test_6_23_shutdown_reason_is_a_marker_not_a_fence_code(any_store, make_worke
 
 
 def test_6_24_checkpoints_follow_the_current_lease(live_store, make_worker):
-    """JOBS-FORMAT checklist 6.24: ctx.checkpoints is bound to the attempt and follows its current
+    """spec 6.24: ctx.checkpoints is bound to the attempt and follows its current
     lease: a save made after two renewals succeeds (the first lease's token is retired by then)."""
     out = {}
 
@@ -350,7 +350,7 @@ def test_6_24_checkpoints_follow_the_current_lease(live_store, make_worker):
 
 @pytest.mark.parametrize("style", ["sync", "async"])
 def test_10_9_10_10_cancel_with_the_current_lease_stops_the_local_attempt(any_store, make_worker, style):
-    """JOBS-FORMAT checklist 10.9 and 10.10: cancel(id, lease=current) on a running attempt settles
+    """spec 10.9 and 10.10: cancel(id, lease=current) on a running attempt settles
     the job cancelled, sets the attempt's event (TN2065, naming the cancel), returns True once the
     handler wound up; the worker reports ``cancelled`` and counts it in cancellations."""
     seen, wound_up, reasons = Outcomes(), threading.Event(), []
@@ -388,7 +388,7 @@ def test_10_9_10_10_cancel_with_the_current_lease_stops_the_local_attempt(any_st
 
 
 def test_10_9_cancel_with_a_retired_lease_is_refused_and_the_attempt_runs_on(any_store, make_worker):
-    """JOBS-FORMAT checklist 10.9 (with 10.8): only the CURRENT lease cancels a running attempt; a
+    """spec 10.9 (with 10.8): only the CURRENT lease cancels a running attempt; a
     lease retired by a renewal is refused TN2066 and the attempt is not disturbed."""
     release = threading.Event()
     job_id = any_store.jobs.enqueue("k")
@@ -405,7 +405,7 @@ def test_10_9_cancel_with_a_retired_lease_is_refused_and_the_attempt_runs_on(any
 
 
 def test_10_11_cancel_through_another_store_is_a_loss_for_the_worker(any_store, make_worker, other_store):
-    """JOBS-FORMAT checklist 10.11: an attempt held by a worker on store A (another process's
+    """spec 10.11: an attempt held by a worker on store A (another process's
     view) is cancelled through store B with its lease: the worker meets the fence at its next
     settling call and records ``lost`` with TN2065."""
     seen, release = Outcomes(), threading.Event()

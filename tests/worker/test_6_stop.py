@@ -1,4 +1,4 @@
-"""JOBS-FORMAT checklist §6: stopping — grace, hostile handlers, detached attempts, quiescence,
+"""spec §6: stopping — grace, hostile handlers, detached attempts, quiescence,
 withdrawn claims, closing the store, refused claims (rows 6.9, 6.21, 6.25, 6.26, 6.28-6.30)."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _data_version(path: str):
 
 @pytest.mark.parametrize("how", ["explicit", "default"])
 def test_6_9_stop_returns_within_grace_with_a_hostile_handler(any_store, make_worker, how):
-    """JOBS-FORMAT checklist 6.9: stop(grace) cancels handlers and returns {drained, in_flight} when
+    """spec 6.9: stop(grace) cancels handlers and returns {drained, in_flight} when
     the grace runs out (default stop_grace); it never raises: a hostile handler → drained=False,
     in_flight=1 after ≈ grace."""
     started, release = threading.Event(), threading.Event()
@@ -78,7 +78,7 @@ def test_6_9_stop_returns_within_grace_with_a_hostile_handler(any_store, make_wo
 
 @pytest.mark.parametrize("grace", [0.2, None])
 def test_6_25_close_with_a_hostile_handler_reports_handlers_left_running(engine_url, clock, grace):
-    """JOBS-FORMAT checklist 6.25: store.close(grace) stops workers like stop does, closes the
+    """spec 6.25: store.close(grace) stops workers like stop does, closes the
     connection either way, then reports handlers left running (TN2062); later calls get TN2063."""
     store = tenure.connect(engine_url, clock=clock)
     started, release = threading.Event(), threading.Event()
@@ -103,7 +103,7 @@ def test_6_25_close_with_a_hostile_handler_reports_handlers_left_running(engine_
 
 
 def test_6_26_a_detached_handler_returning_late_writes_nothing(any_store, make_worker):
-    """JOBS-FORMAT checklist 6.26: when a handler the grace could not drain returns late, nothing is
+    """spec 6.26: when a handler the grace could not drain returns late, nothing is
     written, nothing is claimed and no timer is rearmed: the row and stats() are unchanged; its
     ctx.checkpoints and ctx.transaction() refuse."""
     started, release, returned = threading.Event(), threading.Event(), threading.Event()
@@ -141,7 +141,7 @@ def test_6_26_a_detached_handler_returning_late_writes_nothing(any_store, make_w
 
 
 def test_6_28_quiescence_no_write_after_stop(engine_url, tmp_path, make_worker):
-    """JOBS-FORMAT checklist 6.28: before stop() returns, every database operation the worker started
+    """spec 6.28: before stop() returns, every database operation the worker started
     is done or cancelled and no timer is armed, even with a detached handler and settlements in
     flight: no write after stop() (``PRAGMA data_version`` unchanged on SQLite; every row unchanged
     on both engines)."""
@@ -174,7 +174,7 @@ def test_6_28_quiescence_no_write_after_stop(engine_url, tmp_path, make_worker):
 
 
 def test_6_29_a_claim_queued_behind_an_app_transaction_is_withdrawn(engine_url, make_worker):
-    """JOBS-FORMAT checklist 6.29: a claim still waiting behind an open application transaction is
+    """spec 6.29: a claim still waiting behind an open application transaction is
     withdrawn on stop and never runs later: stop, then commit → the job is still pending with
     attempts == 0. (SQLite: the store gate; PostgreSQL: the pool's only connection.)"""
     store = tenure.connect(engine_url, pool_max=1) if engine_url.startswith("postgres") else \
@@ -204,7 +204,7 @@ def test_6_29_a_claim_queued_behind_an_app_transaction_is_withdrawn(engine_url, 
 
 
 def test_6_30_stop_then_close_releases_the_file(tmp_path):
-    """JOBS-FORMAT checklist 6.30: worker.stop() then store.close() reliably releases the database
+    """spec 6.30: worker.stop() then store.close() reliably releases the database
     file: right after close it can be deleted or reopened with no "database is locked", 20 runs in
     a row (each with a handler still winding up at stop)."""
     path = tmp_path / "t.db"
@@ -245,7 +245,7 @@ def _read_only(engine_url):
 
 
 def test_6_21_a_refused_claim_is_counted_never_swallowed(engine_url, make_worker, caplog):
-    """JOBS-FORMAT checklist 6.21: a claim the database refuses (a read-only store) is counted in
+    """spec 6.21: a claim the database refuses (a read-only store) is counted in
     claim_errors and logged; the worker keeps running and stops cleanly."""
     writer = tenure.connect(engine_url)
     writer.jobs.enqueue("k")
@@ -280,7 +280,7 @@ print("ok")
 
 
 def test_6_27_6_28_rapid_start_stop_never_crashes(tmp_path):
-    """JOBS-FORMAT checklist 6.27 and 6.28 under churn: 200 start/stop cycles with the SQLite
+    """spec 6.27 and 6.28 under churn: 200 start/stop cycles with the SQLite
     watcher on. The watcher's connection is closed by its own thread once it has stopped reading
     (closing it from stop() while it ran ``PRAGMA data_version`` crashed the interpreter)."""
     out = subprocess.run([sys.executable, "-c", _START_STOP, f"sqlite:///{tmp_path}/churn.db"],

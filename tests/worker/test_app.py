@@ -1,4 +1,4 @@
-"""The task API in one process (issue 3): ``tenure.App``, ``@app.task``, ``.enqueue``,
+"""The task API in one process: ``tenure.App``, ``@app.task``, ``.enqueue``,
 ``handle.result``, ``app.run_worker`` stopped by its event or by ``max_jobs``. The signal and
 cross-process halves are in ``test_processes.py``."""
 

@@ -1,4 +1,4 @@
-"""Task autodiscovery outside Django (issue 23): ``App(include=[...])`` imports the modules that
+"""Task autodiscovery outside Django: ``App(include=[...])`` imports the modules that
 declare the app's tasks before any worker of the app starts; ``autodiscover`` refuses a module
 that does not exist by name (TN1001)."""
 

@@ -1,4 +1,4 @@
-"""The handler transaction (issue 12, ``ctx.transaction()``): a handler's writes to the store's own
+"""The handler transaction (``ctx.transaction()``): a handler's writes to the store's own
 database and the job's fenced completion commit together, so they happen exactly once per job
 however many attempts run. Each scenario is run twice: through ``ctx.transaction()`` (the counter
 ends exactly at the number of jobs) and with a plain increment outside it (the same scenario shows
@@ -32,7 +32,7 @@ def _increment(store, ctx, mode):
 def test_lease_passing_mid_block_still_commits_once(any_store, make_worker, clock, mode):
     """The lease runs out while the handler's block is open: the block holds the job row locked
     since it opened, so no other attempt can claim the job meanwhile, and the commit (its expiry
-    judged at the open) lands once: counter == 1, attempt 1, nothing lost (issue 19 item 9; until
+    judged at the open) lands once: counter == 1, attempt 1, nothing lost (until
     then the commit was refused with TN2067 and the job reclaimed). A plain increment made outside
     the transaction is reclaimed meanwhile and lands twice."""
     counter_table(any_store, TABLE)

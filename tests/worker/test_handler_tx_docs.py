@@ -1,6 +1,6 @@
-"""docs/guarantees.md's handler-transaction example runs as printed, on SQLite (issue 12: "explains
+"""docs/guarantees.md's handler-transaction example runs as printed, on SQLite ("explains
 the handler transaction with a runnable example"). It also prints what the doc says it prints: the
-counter proves exactly-once, a block held past three leases commits once (issue 19), and a stale
+counter proves exactly-once, a block held past three leases commits once, and a stale
 attempt's block is refused with nothing written."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_the_handler_transaction_example_runs_and_prints_what_the_doc_says(tmp_p
     out = proc.stdout.splitlines()
     assert out == EXPECTED
     assert printed() == EXPECTED  # the doc shows exactly this output
-    # a block that outlasted three leases committed once (issue 19); a stale attempt's block was
+    # a block that outlasted three leases committed once; a stale attempt's block was
     # refused when it opened, and nothing of it was written
     assert out[2].startswith("long job: done") and out[-1] == "counter at the end: 7"
     assert (tmp_path / "handler-tx-demo.db").exists()  # a SQLite file in the current directory

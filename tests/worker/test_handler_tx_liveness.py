@@ -1,4 +1,4 @@
-"""Liveness of the handler transaction (issue 19, item 9), both engines.
+"""Liveness of the handler transaction, both engines.
 
 - A block held open for 3x its lease (a hot row, a slow statement) completes exactly once: the
   block holds the job row locked from its open to its COMMIT, so nothing can claim the job
@@ -119,7 +119,7 @@ def test_async_siblings_are_unaffected_by_a_block_that_awaits(any_store, make_wo
     meanwhile B opens its own block, which commits (PostgreSQL: at once, while A's is still open;
     SQLite: as soon as A's ends, the loop never blocked), and B's root store call works on
     PostgreSQL. On SQLite that root call is refused at once with TN2071 saying why (it would
-    freeze the loop A needs), never a deadlock. Before issue 19, B's block was refused (TN2071)."""
+    freeze the loop A needs), never a deadlock. Before that fix, B's block was refused (TN2071)."""
     counter_table(any_store, TABLE)
     with any_store.transaction() as tx:
         tx.execute(f"INSERT INTO {TABLE} (id, n) VALUES (2, 0)")  # B's row: not a hot row shared with A
@@ -175,7 +175,7 @@ def test_async_siblings_are_unaffected_by_a_block_that_awaits(any_store, make_wo
 
 
 def test_a_nested_block_in_the_same_task_is_still_refused(any_store, make_worker):
-    """Per-task tracking keeps checklist decision 7 for the task itself: a root call or a second
+    """Per-task tracking keeps D7 for the task itself: a root call or a second
     block inside an async handler's own open block is refused (TN2071)."""
     codes: list = []
 

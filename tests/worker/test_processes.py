@@ -1,7 +1,7 @@
-"""Real processes (issue 3 "Done when"): kill -9 a worker process mid-job and another completes the
+"""Real processes: kill -9 a worker process mid-job and another completes the
 job after the lease, exactly once; ``handle.result()`` across processes; ``App.run_worker`` with
 SIGTERM (graceful) and a second signal (at once); cross-process pickup within milliseconds
-(JOBS-FORMAT checklist 6.5); the handler transaction under kill -9 chaos (issue 12).
+(spec 6.5); the handler transaction under kill -9 chaos.
 
 Worker processes run ``tests/worker/_tasks.py``. Across processes the clock cannot be injected, so
 these tests use short real leases (500 ms) and wait for the job's state, never a fixed sleep.
@@ -127,7 +127,7 @@ def test_run_worker_results_across_processes_and_sigterm_is_graceful(app, worker
 
 def test_run_worker_second_signal_exits_at_once(app, workers, tmp_path):
     """A second SIGTERM while the graceful stop waits for a handler exits at once (status 130); the
-    job is released first (issue 22): pending again now, its retries left unchanged, never claimed
+    job is released first: pending again now, its retries left unchanged, never claimed
     back by the stopping worker."""
     proc = workers.spawn("--stop-grace", "30", "--lease-ms", "60000")
     ledger = tmp_path / "busy.jsonl"
@@ -163,7 +163,7 @@ store.close()
 
 
 def test_6_5_a_job_from_another_process_starts_within_milliseconds(live_store, make_worker, engine_url):
-    """JOBS-FORMAT checklist 6.5 (tenure goes further than the seed's "within one poll"): with
+    """spec 6.5 (tenure goes further than the seed's "within one poll"): with
     poll_interval=60 s, jobs enqueued by another process start within milliseconds (SQLite:
     the ``PRAGMA data_version`` watcher; PostgreSQL: LISTEN/NOTIFY); no poll was needed."""
     latencies, done = [], threading.Event()
@@ -195,14 +195,14 @@ TABLE = "tn_w_chaos_counter"
 
 @pytest.mark.parametrize("mode", ["tx", "plain"])
 def test_handler_transaction_under_kill_9_chaos(app, workers, tmp_path, mode):
-    """Issue 12 under chaos: worker processes are SIGKILLed right after a handler incremented a
+    """Under chaos: worker processes are SIGKILLed right after a handler incremented a
     counter (inside ``ctx.transaction()`` for "tx", before it committed; outside it for "plain").
     With the handler transaction the counter ends exactly at the number of jobs; the plain handler
     counts the killed attempts twice."""
     n_jobs, n_kills = 8, 2
     n_workers, concurrency, hold = 2, 2, 0.3
     # Each "tx" handler holds the counter row's lock for `hold` s, so with every slot busy a block
-    # queues for up to slots x hold. Before issue 19 a block had to COMMIT within the ~2/3 of its
+    # queues for up to slots x hold. Before that fix, a block had to COMMIT within the ~2/3 of its
     # lease left when it opened (a 1 s lease livelocked on PostgreSQL: every attempt expired just
     # before COMMIT, was reclaimed and queued again); now the block holds the lease until it ends
     # (docs/guarantees.md, "The block holds the lease"), and 3 s only sets how soon a killed

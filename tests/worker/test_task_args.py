@@ -1,4 +1,4 @@
-"""Task arguments are checked at the call, not at run time (issue 23): ``enqueue`` binds them to
+"""Task arguments are checked at the call, not at run time: ``enqueue`` binds them to
 the function's signature before anything is written (TN1002 naming the task and the argument),
 the job context goes only where the function asks for it (``tenure.JobContext`` annotation, or an
 unannotated ``ctx``) and is never an argument, and a stored plain JSON object is keyword

@@ -1,4 +1,4 @@
-"""Dataclass arguments and plugged-in types (issue 23, "Serialization"): a parameter annotated with
+"""Dataclass arguments and plugged-in types ("Serialization"): a parameter annotated with
 a dataclass is stored as a JSON object of its fields, each field through its own annotation (nested
 dataclasses, lists, dicts, Optional, datetime/Decimal/...), and handed back as the dataclass; a type
 registered with ``register_type`` round-trips the same way; a value nothing can store is refused at

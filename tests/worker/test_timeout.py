@@ -1,4 +1,4 @@
-"""Per-job timeouts (issue 3, pg-boss ``expireInSeconds``): ``timeout=`` at enqueue, or the
+"""Per-job timeouts (pg-boss ``expireInSeconds``): ``timeout=`` at enqueue, or the
 worker's default. Past it, ``ctx.cancelled`` is set with a timeout reason and the attempt fails
 with "job timed out". Timeouts are real time (they bound a handler's run, not a lease)."""
 

@@ -1,4 +1,4 @@
-"""Zombie slots (issue 19, item 5): a handler that ignores its timeout keeps its slot until it
+"""Zombie slots: a handler that ignores its timeout keeps its slot until it
 returns; the retries of ONE such job can take every slot of a worker. The worker counts them
 (``stats()``, ``health()``, the heartbeat row, ``/metrics``) and reports itself unhealthy (TN2090)
 once they reach ``zombie_share`` of its slots; ``App.run_worker`` then stops and raises.

@@ -36,12 +36,11 @@ from .common import (
 @json_option
 def sweep(url: str | None, older_than: str, limit: int | None, as_json: bool) -> None:
     """Delete settled jobs (and their checkpoints) older than --older-than; live jobs are never touched."""
-    from ..dashboard.insights import Insights
 
     seconds = parse_duration(older_than, "--older-than")
     store = open_store(url)
     try:
-        horizon = Insights(store).now_ms() - int(seconds * 1000)
+        horizon = store.insights.now_ms() - int(seconds * 1000)
         result = store.jobs.sweep(settled_before=horizon, limit=limit)
     finally:
         _close(store)

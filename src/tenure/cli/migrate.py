@@ -32,7 +32,6 @@ from .common import (
 @json_option
 def migrate(url: str | None, check: bool, as_json: bool) -> None:
     """Create or upgrade tenure's tables (every command does this at first use; this does only that)."""
-    from ..dashboard.insights import Insights
     from ..engine.migrate import load_migrations
     from ..engine.urls import dialect_of, read_only_url
     from ..errors import ReadOnlyStore
@@ -59,7 +58,7 @@ def migrate(url: str | None, check: bool, as_json: bool) -> None:
             raise
         pending("behind")
     try:
-        applied = Insights(store).schema_versions()
+        applied = store.insights.schema_versions()
     finally:
         _close(store)
     version = max((v for v, _, _ in applied), default=0)

@@ -34,11 +34,10 @@ def queues() -> None:
 @json_option
 def queues_list(url: str | None, as_json: bool) -> None:
     """Every queue with its jobs per state and whether it is paused."""
-    from ..dashboard.insights import Insights
 
     store = open_store(url)
     try:
-        summaries = Insights(store).queues()
+        summaries = store.insights.queues()
     finally:
         _close(store)
     if as_json:

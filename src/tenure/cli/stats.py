@@ -77,7 +77,7 @@ def _kinds_lines(data: dict[str, Any]) -> list[str]:
 @json_option
 def stats(url: str | None, watch: bool, interval: float, iterations: int | None, as_json: bool) -> None:
     """Jobs per state and queue, settlements over the last hour, live workers."""
-    from ..dashboard.insights import Insights
+    from ..insights import Insights
 
     store = open_store(url)
     insights = Insights(store, ttl=0)

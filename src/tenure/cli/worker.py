@@ -45,7 +45,7 @@ def _instrument(app: Any, registry_box: list) -> None:
     app.create_worker = capturing_create_worker
 
 
-#: ``tenure worker``'s default --concurrency (issue 26). Short jobs drain at a rate set by how
+#: ``tenure worker``'s default --concurrency. Short jobs drain at a rate set by how
 #: many settle and are claimed per round trip, which is at most the free slots: 4 slots drained
 #: ~1/2 to 1/5 of what 64 do on PostgreSQL (docs/performance.md, "Default settings"). An idle slot
 #: costs a parked thread and nothing else, and a handler that blocks on I/O wants many; for

@@ -6,7 +6,7 @@ app = create_app(store)                       # serve with uvicorn, or mount it:
 starlette_app.mount("/tenure", create_app(store, auth_token="..."))
 ```
 Importing this package does not import Starlette; :func:`create_app` does (``tenure[dashboard]``).
-The read-only queries it shows live in :mod:`tenure.dashboard.insights`, which the CLI and
+The read-only queries it shows live in :mod:`tenure.insights`, which the CLI and
 :mod:`tenure.metrics` share.
 """
 

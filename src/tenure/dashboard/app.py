@@ -49,10 +49,10 @@ from starlette.staticfiles import StaticFiles
 from ..attempt_history import attempt_rows
 from ..engine import redact_url
 from ..errors import InvalidArgument, TenureError
+from ..insights import Insights
 from ..records import STATES
 from .hosts import HostAllowList
 from .http import _base, _error, _Guard, _json, _status_for
-from .insights import Insights
 
 if TYPE_CHECKING:
     from ..store import Store

@@ -326,7 +326,7 @@ class Session(abc.ABC):
 
     @abc.abstractmethod
     def queue_rate_windows(self, name: str, limit: int) -> list[tuple]:
-        """The queue's window rows (issue 25), ``(scope, group_key, starts, blocked_until, turn)``,
+        """The queue's window rows, ``(scope, group_key, starts, blocked_until, turn)``,
         the queue scope first, then groups by key; at most ``limit``."""
 
     @abc.abstractmethod

@@ -1,4 +1,4 @@
-"""The claim of ONE limited queue, written once for both dialects (issue 5 limits, issue 25 rates,
+"""The claim of ONE limited queue, written once for both dialects (limits, rates,
 fairness and strict order; user guide: ``docs/queues.md``).
 
 A queue is *limited* when its claim needs an exact view of what other processes do: a

@@ -1,6 +1,6 @@
 """tenure.flow: durable workflows — DAGs of tasks run as one job, checkpointed node by node,
 resumed after a crash, and refused by name when a resume would not be the same run
-(JOBS-FORMAT §7). See ``docs/workflows.md``.
+(spec §7). See ``docs/workflows.md``.
 
 ```python
 from tenure.flow import Flow, Runner

@@ -42,7 +42,7 @@ class RunInterrupted(RuntimeError):
 
 class TaskContext:
     """What a task receives: the run's input, its dependencies' values, the run's cancellation and
-    the run id to thread into side effects as an idempotency key (checklist 7.6, 7.7)."""
+    the run id to thread into side effects as an idempotency key (spec 7.6, 7.7)."""
 
     __slots__ = ("node_id", "task", "version", "input", "needs", "flow", "_job_ctx", "_steps", "_run_id")
 

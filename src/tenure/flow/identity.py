@@ -1,7 +1,7 @@
 """A run's identity: what a resume must agree with before it reuses recorded values.
 
 Beside a run's checkpoints, under the reserved node id :data:`RUN_NODE`, a workflow run records
-(JOBS-FORMAT §7, checklist 7.10-7.14):
+(spec §7, spec 7.10-7.14):
 
 - ``revision``: the workflow document's revision;
 - ``input_hash``: a hash of the run's input;

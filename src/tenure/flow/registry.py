@@ -4,7 +4,7 @@ A *task* is the code a workflow node runs: ``fn(ctx)`` (sync or ``async``) that 
 :class:`tenure.flow.TaskContext` and returns a JSON value. Every task carries a **declared
 version**: the host's statement of which implementation this is. The version is what lets a
 resumed run tell "the code that wrote these checkpoints" from "a redeployed implementation" even
-when the workflow document did not change (JOBS-FORMAT §7). Bump it whenever a change to the code
+when the workflow document did not change (spec §7). Bump it whenever a change to the code
 would make previously recorded values wrong to reuse.
 """
 

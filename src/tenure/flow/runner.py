@@ -1,13 +1,13 @@
 """Running workflows as jobs: the :class:`Runner` registers each flow as a job kind.
 
 ``store.jobs.enqueue("sync-report", {"input": {...}})`` starts a run; the job id is the run id and
-the run's output becomes the job's ``result`` (JOBS-FORMAT §7, checklist 7.2). One attempt of a run:
+the run's output becomes the job's ``result`` (spec §7, spec 7.2). One attempt of a run:
 
 1. reads the run's checkpoints (``ctx.checkpoints``: generations up to its own);
 2. checks the recorded identity (:mod:`tenure.flow.identity`): a fresh run records it, an agreeing
    resume writes nothing, a disagreeing one is refused with
    :class:`~tenure.errors.ResumeMismatch` (TN2069) and the job is made ``dead`` at once with the
-   refusal in ``last_error`` (checklist decision 6);
+   refusal in ``last_error`` (D6);
 3. restores the recorded nodes without running them, then runs the rest as their dependencies
    complete — sync tasks on a per-run thread pool, async tasks on a per-run event loop, at most
    :attr:`Flow.max_parallel` at once — saving each node's value through the fenced checkpoint
@@ -99,7 +99,7 @@ class FlowHandler:
 
 
 def _restore(ctx: JobContext, bound: _Bound, identity: RunIdentity) -> dict[str, Any]:
-    """Check the recorded identity and answer the recorded node values (JOBS-FORMAT §7).
+    """Check the recorded identity and answer the recorded node values (spec §7).
 
     Fresh run: records the identity. Agreeing resume: writes nothing. Legacy record without node
     values: upgrades the identity in place. Anything else: :class:`ResumeMismatch`."""
@@ -280,7 +280,7 @@ WORKER_OPTIONS = ("concurrency", "poll_interval", "lease_ms", "owner", "renew", 
 
 
 class Runner:
-    """Runs flows as job kinds on a worker (checklist 7.2, 7.8, 7.9).
+    """Runs flows as job kinds on a worker (spec 7.2, 7.8, 7.9).
 
     ```python
     runner = Runner(store, flows=[flow], registry=tasks, concurrency=4, stop_grace=10)

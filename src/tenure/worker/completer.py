@@ -257,7 +257,7 @@ class Completer(Producer):
                       error: BaseException | None = None) -> None:
         """Count and report one settled attempt. ``err`` is the settling call's refusal (or
         storage error); ``code`` is the handler's own coded error, reported with a failure
-        (a refused workflow resume fails with TN2069, checklist decision 6); ``error`` is the
+        (a refused workflow resume fails with TN2069, D6); ``error`` is the
         exception the handler raised (given to ``on_outcome`` as ``exception``)."""
         attempt.state = SETTLED
         if err is None:

@@ -87,7 +87,7 @@ class Worker(Completer, Keeper, CancelRequests):
     # -- public --------------------------------------------------------------------------------
     def start(self) -> Worker:
         """Start claiming. Refused (TypeError) while already running; :class:`StoreClosed` on a
-        closed store. A worker stopped earlier starts with fresh threads (checklist 6.27)."""
+        closed store. A worker stopped earlier starts with fresh threads (spec 6.27)."""
         with self._stop_lock:
             if self._running:
                 raise InvalidType("this worker is already running; stop() it before start() again")

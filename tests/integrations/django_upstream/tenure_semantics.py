@@ -1,4 +1,4 @@
-"""TenureBackend's Django semantics beyond the upstream suites (issue 23), under Django's test
+"""TenureBackend's Django semantics beyond the upstream suites, under Django's test
 runner on both suites and both engines: the test database, signals, attempts and timestamps,
 argument checks, max_attempts, one shared store, ``tenure_worker`` through ``call_command``."""
 

@@ -13,7 +13,7 @@ from ..rows import QueuedKindRow
 #: Jobs per queue per state (callers cache it for a couple of seconds).
 QUEUE_STATE_COUNTS = "SELECT queue, state, count(*) FROM tenure_jobs GROUP BY queue, state"
 
-# Due jobs a closed rate window holds back (issue 25): /metrics' tenure_jobs_rate_deferred.
+# Due jobs a closed rate window holds back: /metrics' tenure_jobs_rate_deferred.
 RATE_DEFERRED = """
 SELECT j.queue, count(*) FROM tenure_jobs j
 WHERE j.state IN ('pending', 'failed') AND j.waiting_on = 0 AND j.run_at <= %(now)s::bigint

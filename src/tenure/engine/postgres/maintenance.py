@@ -94,9 +94,9 @@ ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues 
 WORKER_REMOVE = "DELETE FROM tenure_workers WHERE id = ANY(%(ids)s::text[])"
 WORKER_LIST = f"SELECT {WORKER_COLS} FROM tenure_workers ORDER BY id"
 # A dead worker's live leases end now: the fence refuses the vanished attempt and the next claim
-# recovers the job (JOBS-FORMAT §5), instead of waiting out a long lease. Leases are matched by the
+# recovers the job (spec §5), instead of waiting out a long lease. Leases are matched by the
 # worker INSTANCE the silent row recorded (lease_instance, migration 0009), never by the owner
-# string: two processes may share an owner (JOBS-FORMAT 3.7), and a live one's attempts must never
+# string: two processes may share an owner (spec 3.7), and a live one's attempts must never
 # end because a namesake went silent. A lease without an instance ends by expiry only.
 WORKER_REAP = f"""
 WITH {CLOCK},

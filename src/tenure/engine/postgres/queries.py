@@ -57,7 +57,7 @@ _ELIGIBLE_FILTERS = f"""
                            AND a.lease_until > {NOW} AND a.id <> j.id))
 """
 
-# A 'singleton'/'stately' job waits while another job of its key holds a live lease (issue 5).
+# A 'singleton'/'stately' job waits while another job of its key holds a live lease.
 SERIAL = "policy IN ('singleton', 'stately') AND singleton_key IS NOT NULL"
 
 # One statement: pick eligible ids in claim order from each index-friendly branch (due
@@ -147,7 +147,7 @@ GROUP_FILTER = " AND (j.group_key IS NULL OR j.group_key <> ALL(%(full_groups)s:
 NO_DEAD_LETTERS = (" AND j.origin_queue IS NULL AND j.queue NOT IN "
                    "(SELECT q.dead_letter FROM tenure_queues q WHERE q.dead_letter IS NOT NULL)")
 
-# policy 'strict_fifo' (issue 25): a job waits while an earlier job of its key is not done or
+# policy 'strict_fifo': a job waits while an earlier job of its key is not done or
 # cancelled (pending, failed, leased, or dead until requeued or deleted). Only limited claims carry
 # it (a strict_fifo queue is limited); one probe of tenure_jobs_strict per candidate.
 STRICT_FILTER = """
@@ -155,7 +155,7 @@ STRICT_FILTER = """
             OR NOT EXISTS (SELECT 1 FROM tenure_jobs e WHERE e.queue = j.queue AND e.singleton_key = j.singleton_key
                            AND e.policy = 'strict_fifo' AND e.state IN ('pending', 'failed', 'leased', 'dead')
                            AND (e.created_at, e.id) < (j.created_at, j.id)))"""
-# group_rate_limit (issue 25): a group whose rate window is closed is skipped, one probe each.
+# group_rate_limit: a group whose rate window is closed is skipped, one probe each.
 GROUP_RATE_FILTER = f"""
        AND (j.group_key IS NULL OR NOT EXISTS (
             SELECT 1 FROM tenure_rate_windows w WHERE w.queue = j.queue AND w.scope = 1
@@ -170,7 +170,7 @@ WHERE {LIMITED}
 ORDER BY name
 """
 
-# Rate windows (issue 25; tenure/rate_window.py), read and written by limited claims under the
+# Rate windows (tenure/rate_window.py), read and written by limited claims under the
 # queue's advisory lock.
 RATE_WINDOW_GET = """
 SELECT scope, group_key, starts, turn FROM tenure_rate_windows
@@ -189,7 +189,7 @@ RATE_WINDOW_LIST = """
 SELECT scope, group_key, starts, blocked_until, turn FROM tenure_rate_windows WHERE queue = %(queue)s::text
 ORDER BY scope, group_key LIMIT %(limit)s::bigint"""
 RATE_WINDOW_DELETE = "DELETE FROM tenure_rate_windows WHERE queue = %(queue)s::text"
-# fairness (issue 25): the groups with queued jobs, by a skip scan of tenure_jobs_group_head (one
+# fairness: the groups with queued jobs, by a skip scan of tenure_jobs_group_head (one
 # seek per group), those whose rate window is closed left out, served longest ago first.
 FAIR_GROUPS = """
 WITH RECURSIVE g(k) AS (
@@ -245,7 +245,7 @@ ON CONFLICT DO NOTHING
 RETURNING id
 """
 
-# INSERT with the queue's defaults resolved IN the statement (issue 26: one round trip per
+# INSERT with the queue's defaults resolved IN the statement (one round trip per
 # enqueue instead of a registry read and then the INSERT). Each column follows exactly the order of
 # QueueRegistry._resolve: the job's own option, else the queue's default, else the built-in; a
 # non-standard queue policy sets the policy and the queue-wide key ''; ``keep_until`` from the
@@ -310,7 +310,7 @@ ON CONFLICT DO NOTHING
 RETURNING id
 """
 
-# Bulk enqueue by COPY (issue 26): the rows are streamed into a per-connection staging table
+# Bulk enqueue by COPY: the rows are streamed into a per-connection staging table
 # (temporary: no WAL, no other session sees it), then ONE statement moves them into tenure_jobs,
 # in input order (of two rows with one id the first wins) and emptying the stage as it reads it,
 # so a second bulk in the same transaction starts from an empty stage. The rows arrive with every
@@ -389,7 +389,7 @@ _BATCH_ROWS = "LIMIT cardinality(%(ids)s::text[])"
 
 # A batch of fenced completions and the pruning of each settled job's checkpoints (generations up
 # to the settling one) in ONE statement. The token stays on the row: a repeat settlement from the
-# same attempt is recognised by it (checklist decision 1).
+# same attempt is recognised by it (D1).
 COMPLETE = f"""
 WITH {CLOCK},
 items AS (SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(results)s::text[])

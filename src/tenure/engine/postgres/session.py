@@ -77,7 +77,7 @@ log = logging.getLogger("tenure.engine.postgres")
 #: Rows per INSERT statement of a bulk enqueue (bounded parameter size; one transaction overall).
 #: From this many rows on, an insert streams them with COPY into a staging table and moves them
 #: with one INSERT ... SELECT (Q.INSERT_STAGED); below it, one INSERT_MANY statement costs fewer
-#: round trips (measured for issue 26: docs/performance.md).
+#: round trips (measured: docs/performance.md).
 COPY_MIN_ROWS = 64
 
 
@@ -455,7 +455,7 @@ def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = Fal
     its advisory lock). ``revive``: it may lease one expired lease again (alone). ``copies``: it
     may take dead letters (the caller named the queues; docs/queues.md, "Dead letters"). A limited
     claim enforces strict_fifo; ``group_rate`` skips groups whose rate window is closed;
-    ``one_group`` takes only ``%(only_group)s``'s jobs (issue 25)."""
+    ``one_group`` takes only ``%(only_group)s``'s jobs."""
     one = queues is not None and len(queues) == 1
     key = (kinds is None, queues is None, one, limited, group_filter, limit, revive, copies, group_rate, one_group)
     sql = _CLAIM_CACHE.get(key)

@@ -3,7 +3,7 @@
 Why one connection: SQLite has one writer per file. Inside a process, tenure serialises its own
 statements on a lock (the gate) instead of letting threads collide on ``SQLITE_BUSY`` and sleep
 in SQLite's busy handler; across processes, the bounded busy timeout arbitrates. The gate is also
-what makes a root call wait for an open application transaction (JOBS-FORMAT §3, "Ownership").
+what makes a root call wait for an open application transaction (spec §3, "Ownership").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """SQLite read-only queries for the dashboard, the CLI and metrics (queue depth, throughput, workers).
 
 Nothing here writes. Every statement reads committed rows through the session's connection and
-answers plain tuples; :mod:`tenure.dashboard.insights` turns them into records.
+answers plain tuples; :mod:`tenure.insights` turns them into records.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 from ..rows import QueuedKindRow
 
 #: Jobs per queue per state. A full pass over the jobs table (one covering read per row): callers
-#: cache the answer for a couple of seconds (see tenure.dashboard.insights).
+#: cache the answer for a couple of seconds (see tenure.insights).
 QUEUE_STATE_COUNTS = "SELECT queue, state, count(*) FROM tenure_jobs GROUP BY queue, state"
 
 #: The queue registry as the dashboard shows it.
-# Due jobs a closed rate window holds back (issue 25): /metrics' tenure_jobs_rate_deferred.
+# Due jobs a closed rate window holds back: /metrics' tenure_jobs_rate_deferred.
 RATE_DEFERRED = """
 SELECT j.queue, count(*) FROM tenure_jobs j
 WHERE j.state IN ('pending', 'failed') AND j.waiting_on = 0 AND j.run_at <= :now

@@ -87,9 +87,9 @@ WHERE heartbeat_at < :dead_before AND id NOT IN (SELECT value FROM json_each(:ke
 ORDER BY heartbeat_at LIMIT :limit
 """
 # A dead worker's live leases end now: the fence refuses the vanished attempt and the next claim
-# recovers the job (JOBS-FORMAT §5), instead of waiting out a long lease. Leases are matched by the
+# recovers the job (spec §5), instead of waiting out a long lease. Leases are matched by the
 # worker INSTANCE the silent row recorded (lease_instance, migration 0009), never by the owner
-# string: two processes may share an owner (JOBS-FORMAT 3.7), and a live one's attempts must never
+# string: two processes may share an owner (spec 3.7), and a live one's attempts must never
 # end because a namesake went silent. A lease without an instance ends by expiry only.
 RELEASE_LEASES_OF = """
 UPDATE tenure_jobs SET lease_until = :now, updated_at = :now

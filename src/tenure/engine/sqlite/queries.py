@@ -11,7 +11,7 @@ from ..rows import JOB_COLUMNS
 COLS = ", ".join(JOB_COLUMNS)
 
 SERIAL = "policy IN ('singleton', 'stately') AND singleton_key IS NOT NULL"
-# A 'singleton'/'stately' job waits while another job with its key is leased (issue 5 policies).
+# A 'singleton'/'stately' job waits while another job with its key is leased (policies).
 SINGLETON_FILTER = """
         AND (j.singleton_key IS NULL OR j.policy NOT IN ('singleton', 'stately')
              OR NOT EXISTS (SELECT 1 FROM tenure_jobs a INDEXED BY tenure_jobs_singleton
@@ -21,7 +21,7 @@ KIND_FILTER = "AND j.kind IN (SELECT value FROM json_each(:kinds))"
 GROUP_FILTER = ("AND (j.group_key IS NULL OR j.group_key NOT IN "
                 "(SELECT value FROM json_each(:full_groups)))")
 
-# policy 'strict_fifo' (issue 25): a job waits while an earlier job of its key is not done or
+# policy 'strict_fifo': a job waits while an earlier job of its key is not done or
 # cancelled (pending, failed, leased, or dead until requeued or deleted). Only limited claims
 # carry it (a strict_fifo queue is limited); one probe of tenure_jobs_strict per candidate.
 STRICT_FILTER = """
@@ -30,7 +30,7 @@ STRICT_FILTER = """
                             WHERE e.queue = j.queue AND e.singleton_key = j.singleton_key
                             AND e.policy = 'strict_fifo' AND e.state IN ('pending', 'failed', 'leased', 'dead')
                             AND (e.created_at < j.created_at OR (e.created_at = j.created_at AND e.id < j.id))))"""
-# group_rate_limit (issue 25): a group whose rate window is closed is skipped, one probe each.
+# group_rate_limit: a group whose rate window is closed is skipped, one probe each.
 GROUP_RATE_FILTER = """
         AND (j.group_key IS NULL OR NOT EXISTS (
              SELECT 1 FROM tenure_rate_windows w WHERE w.queue = j.queue AND w.scope = 1
@@ -47,7 +47,7 @@ CLAIM_QUEUE_HEAD = """
         {kind_filter} {group_filter} {singleton_filter}
       ORDER BY j.priority DESC, j.run_at, j.created_at, j.id LIMIT :limit)"""
 
-# Expired leases in the claimed queues: recovery is the next claim (JOBS-FORMAT §5).
+# Expired leases in the claimed queues: recovery is the next claim (spec §5).
 CLAIM_EXPIRED = """
     SELECT * FROM (
       SELECT j.id, j.priority, j.run_at, j.created_at, j.queue, j.policy, j.singleton_key
@@ -97,7 +97,7 @@ ANY_EXPIRED = """
 SELECT 1 FROM tenure_jobs INDEXED BY tenure_jobs_leased WHERE state = 'leased' AND lease_until <= ? LIMIT 1
 """
 
-# Recovery is the next claim (JOBS-FORMAT §5), bounded (docs/guarantees.md, "Liveness: bounded
+# Recovery is the next claim (spec §5), bounded (docs/guarantees.md, "Liveness: bounded
 # reclaim and dead letters"), in ONE statement over the first :limit expired leases of the claimed
 # queues, in claim order (as on PostgreSQL): those whose job has used its last attempt are settled
 # dead (token cleared, so the lost attempt, if it still runs somewhere, is refused), and the first
@@ -360,7 +360,7 @@ GROUP BY group_key HAVING count(*) >= ?
 """
 
 
-# Rate windows (issue 25; tenure/rate_window.py), read and written by limited claims.
+# Rate windows (tenure/rate_window.py), read and written by limited claims.
 RATE_WINDOW_GET = """
 SELECT starts, turn FROM tenure_rate_windows WHERE queue = ? AND scope = ? AND group_key = ?"""
 RATE_WINDOW_SAVE = """
@@ -374,7 +374,7 @@ RATE_WINDOW_LIST = """
 SELECT scope, group_key, starts, blocked_until, turn FROM tenure_rate_windows WHERE queue = ?
 ORDER BY scope, group_key LIMIT ?"""
 RATE_WINDOW_DELETE = "DELETE FROM tenure_rate_windows WHERE queue = ?"
-# fairness (issue 25): the groups with queued jobs, by a skip scan of tenure_jobs_group_head (one
+# fairness: the groups with queued jobs, by a skip scan of tenure_jobs_group_head (one
 # seek per group), those whose rate window is closed left out, served longest ago first.
 FAIR_GROUPS = """
 WITH RECURSIVE g(k) AS (

@@ -1,4 +1,4 @@
--- Queue policies, throttling, debounce and dead letters (issue 5), enforced by the database:
+-- Queue policies, throttling, debounce and dead letters, enforced by the database:
 -- the same columns and partial unique indexes as SQLite's 0004.
 --
 -- "Queued" means pending: a job waiting to retry (failed) is not queued for the short and

@@ -1,4 +1,4 @@
--- Cron schedules and the maintenance runtime (issue 6); SQLite's 0005 does the same.
+-- Cron schedules and the maintenance runtime; SQLite's 0005 does the same.
 --
 -- Schedules are keyed by (name, key): the key lets one schedule name carry variants (one per
 -- tenant, say). catch_up says what a schedule does with boundaries missed while nothing ran:

@@ -1,4 +1,4 @@
--- Issue 22: each failed attempt's error history (a JSON list as TEXT, like payload and result;
+-- each failed attempt's error history (a JSON list as TEXT, like payload and result;
 -- bounded: docs/operations.md, "Error history") and the operator's request to cancel a running
 -- job (store.jobs.request_cancel: the time it was asked; the holding worker settles the attempt
 -- cancelled with its own lease).

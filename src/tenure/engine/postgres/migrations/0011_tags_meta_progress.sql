@@ -1,4 +1,4 @@
--- Issue 22 (admin at scale): tags and meta given at enqueue (JSON text like payload: a list of
+-- (admin at scale): tags and meta given at enqueue (JSON text like payload: a list of
 -- short strings, an object; docs/operations.md, "Tags and meta") and the progress a running
 -- attempt reports (ctx.progress: JSON text {"fraction", "note", "at"}, fenced by the lease).
 ALTER TABLE tenure_jobs ADD COLUMN IF NOT EXISTS tags TEXT;

@@ -1,4 +1,4 @@
--- Issue 24 (durable workflows, docs/workflows.md "Sleeping, signals and children"):
+-- (durable workflows, docs/workflows.md "Sleeping, signals and children"):
 -- tenure_signals holds every signal sent with store.signals.send(key, payload): one row each,
 -- consumed at most once (consumed_by = the run that received it, written in the same
 -- transaction as that run's checkpoint of the payload). Sends, receives and parks on one key

@@ -1,4 +1,4 @@
--- Issue 24 (composition across workers): dependencies between jobs (docs/composition.md); the
+-- (composition across workers): dependencies between jobs (docs/composition.md); the
 -- same columns, table, index change and trigger semantics as SQLite's 0013.
 --
 -- A dependent is an ordinary `pending` job that is not eligible while `waiting_on` > 0 (its

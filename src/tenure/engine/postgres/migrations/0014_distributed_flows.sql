@@ -1,4 +1,4 @@
--- Issue 24 (distributed flows, docs/workflows.md "Distributed runs"): a child with wake_each
+-- (distributed flows, docs/workflows.md "Distributed runs"): a child with wake_each
 -- wakes its parked parent when IT settles, not only when the last child does (a distributed run
 -- starts the nodes that became ready as soon as any node job finishes).
 ALTER TABLE tenure_jobs ADD COLUMN IF NOT EXISTS wake_each BOOLEAN NOT NULL DEFAULT false;

@@ -1,4 +1,4 @@
--- The fence (JOBS-FORMAT §2/§3): a generation per attempt and a token per claim, plus the
+-- The fence (spec §2/§3): a generation per attempt and a token per claim, plus the
 -- checkpoint store of §7. Columns are added behind a presence check by the migrator, because
 -- jobs rows are live work and a rebuild would drop a queue.
 ALTER TABLE tenure_jobs ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0;

@@ -1,4 +1,4 @@
--- Cron schedules and the maintenance runtime (issue 6).
+-- Cron schedules and the maintenance runtime.
 --
 -- Schedules are keyed by (name, key): the key lets one schedule name carry variants (one per
 -- tenant, say). catch_up says what a schedule does with boundaries missed while nothing ran:

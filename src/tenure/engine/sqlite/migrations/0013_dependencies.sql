@@ -1,4 +1,4 @@
--- Issue 24 (composition across workers): dependencies between jobs (docs/composition.md).
+-- (composition across workers): dependencies between jobs (docs/composition.md).
 --
 -- A dependent is an ordinary `pending` job (spec 2.5 keeps its six states) that is not eligible
 -- while `waiting_on` > 0: the number of its parent edges not yet met. An edge is met when its

@@ -1,4 +1,4 @@
--- Issue 24 (distributed flows, docs/workflows.md "Distributed runs"): a child with wake_each = 1
+-- (distributed flows, docs/workflows.md "Distributed runs"): a child with wake_each = 1
 -- wakes its parked parent when IT settles, not only when the last child does (a distributed run
 -- starts the nodes that became ready as soon as any node job finishes). The trigger of 0012 is
 -- replaced by one that reads the flag.

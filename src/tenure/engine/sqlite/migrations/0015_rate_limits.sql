@@ -1,4 +1,4 @@
--- Issue 25: rate limits, fairness across groups and strict per-key order (docs/queues.md).
+-- rate limits, fairness across groups and strict per-key order (docs/queues.md).
 -- A queue's rate limits are N starts per period, for the queue and for each group_key of it; the
 -- claim keeps each one's recent starts in a window row (tenure/rate_window.py) and refuses a start
 -- that would put more than N in any window of that length. blocked_until is when the row allows a

@@ -20,13 +20,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import kinds as _kinds
-from ..maintenance import DEFAULT_WORKER_DEAD_AFTER_MS
-from ..rate_window import format_rate
-from ..records import STATES
+from . import kinds as _kinds
+from .maintenance import DEFAULT_WORKER_DEAD_AFTER_MS
+from .rate_window import format_rate
+from .records import STATES
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from .store import Store
 
 log = logging.getLogger("tenure.dashboard")
 

@@ -150,7 +150,7 @@ ON CONFLICT DO NOTHING
 
 # INSERT's bulk twin (executemany of a bulk without uniqueness keys): positional parameters, the
 # run time computed by the caller as INSERT computes it. Binding 25 named parameters per row
-# costs ~2 µs of a bulk row (issue 26).
+# costs ~2 µs of a bulk row.
 INSERT_ROWS = """
 INSERT INTO tenure_jobs (id, kind, payload, state, run_at, attempts, max_attempts, lease_generation,
   created_at, updated_at, queue, priority, timeout_ms, singleton_key, singleton_on, policy, group_key,

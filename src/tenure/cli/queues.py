@@ -176,7 +176,9 @@ def _instant(ms: int | None) -> str:
 
 
 def _queue_toggle(verb: str) -> Callable:
-    @queues.command(verb)
+    # click reads the help when the command is declared, so it is given here, not set afterwards
+    @queues.command(verb, help="Stop claims from queue NAME in every process (jobs still enqueue)."
+                    if verb == "pause" else "Let workers claim from queue NAME again.")
     @click.argument("name")
     @url_option
     @json_option
@@ -192,8 +194,6 @@ def _queue_toggle(verb: str) -> Callable:
         else:
             click.echo(f"queue {name} {'paused' if verb == 'pause' else 'resumed'}")
 
-    cmd.__doc__ = ("Stop claims from queue NAME in every process (jobs still enqueue)." if verb == "pause"
-                   else "Let workers claim from queue NAME again.")
     return cmd
 
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .store import Store
 
 __all__ = ["LIVE_MS", "KindsReport", "LiveWorker", "UnhandledKind", "UnservedQueue", "classify", "live_workers",
-           "near_misses", "parse_names", "read", "unrunnable", "warn_unrunnable"]
+           "near_misses", "parse_names", "read", "unhandled_at_enqueue", "unrunnable", "warn_unrunnable"]
 
 log = logging.getLogger("tenure.worker")
 
@@ -233,6 +233,23 @@ def unrunnable(store: Store, queues: Sequence[str] | None, kinds: Iterable[str],
         u = UnhandledKind(queue, kind, count, oldest, max(0, now - oldest), near_misses(kind, own.kinds or ()))
         (elsewhere if other else nobody).append(u)
     return nobody, elsewhere
+
+
+def unhandled_at_enqueue(store: Store, queue: str, kind: str, *, live_ms: int = LIVE_MS) -> UnhandledKind | None:
+    """For a job of ``kind`` just put in ``queue``: when live workers claim from the queue and none
+    of them handles the kind, the unhandled kind (count 1, its near misses among the kinds they
+    handle); None when one handles it, or when no live worker serves the queue (unknown yet: see
+    the module docstring). Two short registry reads, no scan of the queued rows."""
+    store.jobs  # noqa: B018
+    with store._session() as s:
+        now = store._now_or(s, store._now())
+        letters = any(r[5] == queue for r in s.insight_queues())
+        workers = [w for w in live_workers(s.insight_workers(MAX_WORKERS_READ), now, live_ms)
+                   if w.serves(queue, letters=letters)]
+    if not workers or any(w.handles(kind) for w in workers):
+        return None
+    handled = {k for w in workers for k in (w.kinds or ())}
+    return UnhandledKind(queue, kind, 1, now, 0, near_misses(kind, handled))
 
 
 def _age(ms: int) -> str:

@@ -208,3 +208,22 @@ def test_a_worker_warns_at_start_for_queued_kinds_it_cannot_run(live_store, make
     # Nothing about the queues it does not claim from, nor about the kind it handles.
     assert not [r for r in caplog.records if r.name == "tenure.worker" and r.levelno == logging.WARNING
                 and ("emails" in r.getMessage() or "'tasks.add' in queue" in r.getMessage())]
+
+
+def test_enqueue_warns_when_live_workers_serve_the_queue_and_none_handles_the_kind(cli, cli_url, make_worker):
+    """``tenure enqueue KIND``: the job is written either way; with a live worker on the queue
+    that lacks the kind (a typo, an unqualified task name) a WARNING line names near misses.
+    No warning for a handled kind, or when no live worker serves the queue (nothing is known)."""
+    store = tenure.connect(cli_url)
+    try:
+        quiet = cli("enqueue", "tasks.ad", "--queue", "emails")
+        assert quiet.err == ""  # no live worker claims from "emails"
+        _live_worker(store, make_worker, {"tasks.add": lambda p, ctx: sum(p)}, queues=["default"])
+        res = cli("enqueue", "tasks.ad", "--delay", "1h")
+        assert res.err.strip() == ("tenure: WARNING: live workers claim from queue 'default' but none handles kind "
+                                   "'tasks.ad': the job waits until one does; did you mean 'tasks.add'?")
+        assert store.jobs.get(res.out.strip()).kind == "tasks.ad"
+        assert cli("enqueue", "tasks.add", "--delay", "1h").err == ""
+        assert cli("enqueue", "tasks.ad", "--queue", "emails").err == ""
+    finally:
+        store.close(grace=1)

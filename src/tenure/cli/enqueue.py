@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import TenureError
 from .common import (
     _close,
     _duration_option,
@@ -97,12 +98,30 @@ def enqueue(kind: str | None, url: str | None, payload: str | None, app_spec: st
         new_id = store.jobs.enqueue(kind, body, queue=queue, priority=priority, delay=delay_s, id=job_id,
                                     max_attempts=max_attempts, tags=list(tags) or None,
                                     meta=None if meta is None else _payload(meta, "--meta"))
+        if app_spec is None:  # --app already checked KIND against the tasks
+            _warn_unhandled(store, queue, kind)
     finally:
         _close(store)
     if as_json:
         emit_json({"id": new_id})
     else:
         click.echo(new_id if new_id is not None else "(deduplicated: no new job)")
+
+
+def _warn_unhandled(store: Store, queue: str, kind: str) -> None:
+    """A WARNING on stderr when live workers claim from ``queue`` and none handles ``kind`` (a
+    typo, or a task's module-qualified name): the job is written, and waits until one does. A
+    diagnostic: a failed check says nothing."""
+    from ..kinds import unhandled_at_enqueue
+
+    try:
+        u = unhandled_at_enqueue(store, queue, kind)
+    except TenureError:
+        return
+    if u is not None:
+        hint = f"; did you mean {' or '.join(repr(k) for k in u.near)}?" if u.near else ""
+        click.echo(f"tenure: WARNING: live workers claim from queue {queue!r} but none handles kind {kind!r}: "
+                   f"the job waits until one does{hint}", err=True)
 
 
 def _enqueue_file(store: Store, lines: list[str], kind: str | None, batch_size: int, *,

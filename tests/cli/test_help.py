@@ -26,3 +26,14 @@ def test_queue_pause_and_resume_say_what_they_do():
     queues = main.get_command(click.Context(main), "queues")
     assert "Stop claims from queue NAME" in queues.get_command(click.Context(queues), "pause").help
     assert "claim from queue NAME again" in queues.get_command(click.Context(queues), "resume").help
+
+
+def test_the_root_help_says_which_commands_take_json():
+    """``tenure --help`` names the commands without --json; every other one has it, and --url."""
+    assert "all but worker and dashboard" in " ".join(main.help.split())
+    for path, cmd in _commands(main):
+        if isinstance(cmd, click.Group):
+            continue
+        options = {opt for p in cmd.params for opt in getattr(p, "opts", ())}
+        assert "--url" in options, path
+        assert ("--json" in options) == (path not in ("tenure worker", "tenure dashboard")), path

@@ -105,7 +105,8 @@ def _inherit_url(ctx: click.Context, param: click.Parameter, value: str | None) 
 def main(url: str | None) -> None:
     """tenure: a durable job queue (SQLite embedded, PostgreSQL scale-out).
 
-    Every command takes --url (or $TENURE_URL) and --json.
+    Every command takes --url (or $TENURE_URL); every one that prints a result (all but worker
+    and dashboard) takes --json.
     """
     logging.basicConfig(level=os.environ.get("TENURE_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")

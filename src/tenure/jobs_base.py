@@ -17,7 +17,6 @@ from .errors import (
     InvalidType,
     LeaseRequired,
     StoreUnavailable,
-    TenureError,
 )
 from .ids import new_job_id, new_job_ids
 from .job_rows import row_to_job
@@ -185,15 +184,8 @@ class _JobsBase:
         now = store._now()
         try:
             if conn is not None:
-                try:
+                with store.engine.coded_errors():  # the caller's connection: never a raw driver error
                     ids = store.queues.insert_fresh(store._adopt(conn), source, queues, now)
-                except (TenureError, NotStreamable):
-                    raise
-                except Exception as exc:  # the caller's connection: still never a raw driver error
-                    err = store.engine.classify(exc)
-                    if err is exc:
-                        raise
-                    raise err from exc
             else:
                 with self._session() as s:
                     ids = store.queues.insert_fresh(s, source, queues, now)
@@ -298,18 +290,11 @@ class _JobsBase:
         now = store._now()
         if conn is not None:
             session = store._adopt(conn)
-            try:
+            with store.engine.coded_errors():  # the caller's connection: never a raw driver error
                 return store.queues.insert(session, jobs, now)
-            except TenureError:
-                raise
-            except Exception as exc:  # the caller's connection: still never a raw driver error
-                err = store.engine.classify(exc)
-                if err is exc:
-                    raise
-                raise err from exc
         # The connection may break under the insert: it may or may not have committed. The ids
         # were minted before it, so a repeat changes nothing if it did (an existing id answers
-        # itself); at most ENQUEUE_RETRIES more times, each on a fresh connection after a short
+        # itself); once per pause in ENQUEUE_RETRY_PAUSES_S, each on a fresh connection after a short
         # pause (docs/guarantees.md, "Liveness"). One retry was not enough on a loaded machine
         # whose connections were being terminated five times a second.
         for retry, pause in enumerate((*ENQUEUE_RETRY_PAUSES_S, None)):
@@ -335,16 +320,8 @@ class _JobsBase:
         now = store._now()
         if conn is not None:
             session = store._adopt(conn)
-            try:
-                with session.dependency_atomic():
-                    return dependencies.write(store, session, jobs, now)
-            except TenureError:
-                raise
-            except Exception as exc:  # the caller's connection: still never a raw driver error
-                err = store.engine.classify(exc)
-                if err is exc:
-                    raise
-                raise err from exc
+            with store.engine.coded_errors(), session.dependency_atomic():
+                return dependencies.write(store, session, jobs, now)
         with self._atomic_session() as s:
             ids = dependencies.write(store, s, jobs, now)
         self._after_enqueue()

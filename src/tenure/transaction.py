@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any
 from .engine.base import Session
 from .errors import (
     ScopeSettled,
-    StorageError,
-    TenureError,
 )
 from .jobs_base import _JobsBase
 
@@ -31,16 +29,8 @@ class TxJobs(_JobsBase):
     def _session(self) -> Iterator[Session]:
         # tenure's own statements in the transaction answer coded errors; the application's
         # (tx.execute) are its own and pass through store.transaction() unchanged.
-        with self._tx._scoped_session() as s:
-            try:
-                yield s
-            except TenureError:
-                raise
-            except Exception as exc:
-                err = self._store.engine.classify(exc)
-                if err is exc:
-                    raise
-                raise err from exc
+        with self._tx._scoped_session() as s, self._store.engine.coded_errors():
+            yield s
 
     def _after_enqueue(self) -> None:
         self._tx._enqueued = True
@@ -79,16 +69,8 @@ class Transaction:
         catches its own ``IntegrityError``. A verdict on the database rather than on the statement
         (the connection lost, the disk full, a hard limit, a corrupt file, a lock that never
         freed, a read-only store) is the coded error the rest of tenure raises for it."""
-        with self._scoped_session() as s:
-            try:
-                return s.execute(sql, params)
-            except TenureError:
-                raise
-            except Exception as exc:
-                err = self._store.engine.classify(exc)
-                if err is exc or type(err) is StorageError:
-                    raise
-                raise err from exc
+        with self._scoped_session() as s, self._store.engine.coded_errors(keep_statement_errors=True):
+            return s.execute(sql, params)
 
     @property
     def connection(self) -> Any:

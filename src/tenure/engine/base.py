@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import abc
 import threading
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import StorageError
 from .rows import JobRow, NewJob, QueuedKindRow, Settle
 
 #: What a dependent does when a parent ends ``dead`` or ``cancelled`` (docs/composition.md): it is
@@ -556,6 +557,22 @@ class Engine(abc.ABC):
     def classify(self, exc: BaseException) -> BaseException:
         """Map a driver exception to a coded :class:`tenure.errors.StorageError` (or return
         ``exc`` unchanged when it is already coded or not a driver error)."""
+
+    @contextmanager
+    def coded_errors(self, *, keep_statement_errors: bool = False) -> Iterator[None]:
+        """Inside this block a driver exception leaves as its coded error (:meth:`classify`),
+        chained to it; any other exception leaves as itself. With ``keep_statement_errors`` (the
+        application's own SQL), an error :meth:`classify` can only call a plain
+        :class:`~tenure.errors.StorageError` — the statement's own fault: a constraint, a syntax
+        error — leaves as the driver raised it; a verdict on the database (lost connection, full
+        disk, hard limit, corrupt file, busy, read-only) is still coded."""
+        try:
+            yield
+        except Exception as exc:
+            err = self.classify(exc)
+            if err is exc or (keep_statement_errors and type(err) is StorageError):
+                raise
+            raise err from exc
 
     def cancel_watcher(self) -> Watcher | None:
         """A watcher woken when a cancel request is flagged (``jobs.request_cancel``) in any

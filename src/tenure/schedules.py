@@ -47,7 +47,7 @@ log = logging.getLogger("tenure.schedules")
 #: Column order of a schedule row crossing the engine boundary.
 SCHEDULE_COLUMNS: tuple[str, ...] = (
     "name", "key", "cron", "tz", "kind", "payload", "queue", "options", "catch_up", "last_fire_at",
-    "next_fire_at", "created_at", "updated_at",
+    "next_fire_at", "created_at", "updated_at", "paused_at",
 )
 CATCH_UP_POLICIES: tuple[str, ...] = ("latest", "all", "none")
 DEFAULT_CATCH_UP = "latest"
@@ -66,7 +66,8 @@ _NOT_OPTIONS = {"id": "each fire's id is cron:<name>:<fire ms>", "run_at": "each
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """A stored schedule. Times are epoch ms; ``next_fire_at`` is None when it never fires again."""
+    """A stored schedule. Times are epoch ms; ``next_fire_at`` is None when it never fires again;
+    ``paused_at`` is when :meth:`Schedules.pause` paused it (None: active)."""
 
     name: str
     key: str
@@ -81,13 +82,20 @@ class Schedule:
     next_fire_at: int | None = None
     created_at: int = 0
     updated_at: int = 0
+    paused_at: int | None = None
+
+    @property
+    def paused(self) -> bool:
+        """True while the schedule is paused: it fires nothing until resumed."""
+        return self.paused_at is not None
 
 
 def _row_to_schedule(row: tuple) -> Schedule:
     (name, key, cron, tz, kind, payload, queue, options, catch_up, last_fire, next_fire, created,
-     updated) = row
+     updated, paused_at) = row
     return Schedule(name, key, cron, tz, kind, None if payload is None else json.loads(payload), queue,
-                    json.loads(options) if options else {}, catch_up, last_fire, next_fire, created, updated)
+                    json.loads(options) if options else {}, catch_up, last_fire, next_fire, created, updated,
+                    paused_at)
 
 
 def fire_job_id(name: str, key: str, fire_ms: int) -> str:
@@ -200,6 +208,38 @@ class Schedules:
             return None
         options = dict(sched.options or {})
         return self._store.jobs.enqueue(sched.kind, sched.payload, queue=sched.queue or "default", **options)
+
+    def pause(self, name: str, *, key: str = "") -> Schedule | None:
+        """Pause the schedule ``(name, key)``: it fires nothing until :meth:`resume`, on every node,
+        from the next due check on. Its row, expression and options stay, and re-adding or
+        :meth:`sync` (a worker starting with ``@app.periodic``) does not resume it. Pausing a paused
+        schedule changes nothing. Answers the schedule, or None when there is none."""
+        v.name(name, "schedule name")
+        store = self._store
+        with store._session() as s:
+            now = store._now_or(s, store._now())
+            row = s.schedule_pause(name, key, True, None, now)
+        return None if row is None else _row_to_schedule(row)
+
+    def resume(self, name: str, *, key: str = "") -> Schedule | None:
+        """Resume a paused schedule ``(name, key)``. Its next fire is planned from now: the
+        boundaries that passed while it was paused are skipped whatever its ``catch_up`` policy (a
+        pause means "do not run these"). Resuming an active schedule changes nothing. Answers the
+        schedule, or None when there is none."""
+        v.name(name, "schedule name")
+        store = self._store
+        with store._session() as s:
+            now = store._now_or(s, store._now())
+            row = s.schedule_get(name, key)
+            if row is None:
+                return None
+            sched = _row_to_schedule(row)
+            try:
+                nxt = _parsed(sched.cron, sched.tz).next_after(now)
+            except InvalidSchedule:  # a zone that vanished from this host's tz database
+                nxt = sched.next_fire_at
+            row = s.schedule_pause(name, key, False, nxt, now)
+        return None if row is None else _row_to_schedule(row)
 
     def get(self, name: str, *, key: str = "") -> Schedule | None:
         """The schedule ``(name, key)``, or None."""

@@ -90,7 +90,7 @@ def test_the_header_fits_a_phone(store_url, serve, browser):
         store.close()
 
 
-def test_schedules_run_now_and_remove(store_url, serve, browser):
+def test_schedules_run_now_pause_resume_and_remove(store_url, serve, browser):
     store = tenure.connect(store_url)
     store.schedules.add("nightly", "0 3 * * *", "reports.build", {"to": "ops"}, queue="reports")
     store.schedules.add("hourly", "0 * * * *", "stats.roll")
@@ -105,6 +105,13 @@ def test_schedules_run_now_and_remove(store_url, serve, browser):
         jobs = store.jobs.page(kind="reports.build").items
         assert len(jobs) == 1 and jobs[0].queue == "reports" and jobs[0].payload == {"to": "ops"}
         assert store.schedules.get("nightly").last_fire_at is None  # its own rhythm is unchanged
+
+        row.locator("button.pause").click()
+        expect(row.locator("td.state")).to_have_text("paused", timeout=15_000)
+        assert store.schedules.get("nightly").paused
+        row.locator("button.resume").click()
+        expect(row.locator("td.state")).to_have_text("active", timeout=15_000)
+        assert not store.schedules.get("nightly").paused
 
         page.locator("#schedule-table tr[data-schedule='hourly'] button.remove").click()
         expect(page.locator("#schedule-table tr[data-schedule='hourly']")).to_have_count(0, timeout=15_000)

@@ -25,7 +25,7 @@ from .common import (
 
 @main.group(cls=click.Group)
 def schedules() -> None:
-    """List, add and remove cron schedules."""
+    """List, add, pause, resume and remove cron schedules."""
 
 
 def _schedule_dict(s: Any) -> dict[str, Any]:
@@ -53,10 +53,11 @@ def schedules_list(url: str | None, as_json: bool) -> None:
     if not items:
         click.echo("no schedules")
         return
-    print_table(["name", "cron", "tz", "kind", "queue", "next fire (UTC)", "last fire (UTC)"],
+    print_table(["name", "cron", "tz", "kind", "queue", "next fire (UTC)", "last fire (UTC)", "state"],
                 [(s["name"] + (f" #{s['key']}" if s.get("key") else ""), s.get("cron"), s.get("tz"),
                   s.get("kind"), s.get("queue") or "",
-                  fmt_ms(s.get("next_fire_at")), fmt_ms(s.get("last_fire_at"))) for s in items])
+                  fmt_ms(s.get("next_fire_at")), fmt_ms(s.get("last_fire_at")),
+                  "paused" if s.get("paused_at") is not None else "active") for s in items])
 
 
 @schedules.command("add")
@@ -129,3 +130,43 @@ def schedules_run(name: str, url: str | None, key: str, as_json: bool) -> None:
         click.echo(f"no schedule {name!r}" + (f" with key {key!r}" if key else ""), err=True)
     if job_id is None:
         sys.exit(EXIT_ERROR)
+
+
+def _pause_or_resume(verb: str, name: str, url: str | None, key: str, as_json: bool) -> None:
+    store = open_store(url)
+    try:
+        registry = _need(store, "schedules", "schedules (store.schedules)")
+        result = getattr(registry, verb)(name, key=key)
+    finally:
+        _close(store)
+    label = name + (f" #{key}" if key else "")
+    if as_json:
+        emit_json(_schedule_dict(result) if result is not None else {"name": name, "key": key, "found": False})
+    elif result is not None:
+        nxt = "" if verb == "pause" else f"; next fire {fmt_ms(result.next_fire_at)} UTC"
+        click.echo(f"schedule {label} {'paused' if verb == 'pause' else 'resumed'}{nxt}")
+    else:
+        click.echo(f"no schedule {name!r}" + (f" with key {key!r}" if key else ""), err=True)
+    if result is None:
+        sys.exit(EXIT_ERROR)
+
+
+@schedules.command("pause")
+@click.argument("name")
+@url_option
+@click.option("--key", default="", help="The sub-key the schedule was added with.")
+@json_option
+def schedules_pause(name: str, url: str | None, key: str, as_json: bool) -> None:
+    """Pause schedule NAME: it fires nothing until resumed (a worker starting with the same
+    @app.periodic does not resume it)."""
+    _pause_or_resume("pause", name, url, key, as_json)
+
+
+@schedules.command("resume")
+@click.argument("name")
+@url_option
+@click.option("--key", default="", help="The sub-key the schedule was added with.")
+@json_option
+def schedules_resume(name: str, url: str | None, key: str, as_json: bool) -> None:
+    """Resume schedule NAME, planned from now: boundaries that passed while paused are skipped."""
+    _pause_or_resume("resume", name, url, key, as_json)

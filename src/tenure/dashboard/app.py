@@ -399,13 +399,14 @@ and in the <code>tenure</code> CLI.</p></noscript>
                                     "message": f"redrove {n} job(s) from {name}"})
 
     def act_schedule(self, request: Request) -> Response:
-        """POST /api/schedules/{name}/{run|remove}?key=: enqueue the schedule's job now
-        (``store.schedules.run_now``), or delete the schedule (``remove``); 404 for an unknown one."""
+        """POST /api/schedules/{name}/{run|pause|resume|remove}?key=: enqueue the schedule's job
+        now (``store.schedules.run_now``), pause or resume it, or delete it (``remove``); 404 for an
+        unknown one."""
         name, verb = request.path_params["name"], request.path_params["verb"]
         key = request.query_params.get("key") or ""
         label = name + (f" #{key}" if key else "")
-        if verb not in ("run", "remove"):
-            return _error(404, "not_found", f"no schedule action {verb!r}; run or remove")
+        if verb not in ("run", "pause", "resume", "remove"):
+            return _error(404, "not_found", f"no schedule action {verb!r}; run, pause, resume or remove")
         refused = self.check_action(request)
         if refused is not None:
             return refused
@@ -415,6 +416,11 @@ and in the <code>tenure</code> CLI.</p></noscript>
             return self._act(request, lambda: self.store.schedules.run_now(name, key=key),
                              lambda job_id: {"changed": True, "job_id": job_id,
                                              "message": f"schedule {label} enqueued job {job_id}"})
+        if verb in ("pause", "resume"):
+            fn = getattr(self.store.schedules, verb)
+            return self._act(request, lambda: fn(name, key=key),
+                             lambda s: {"changed": s is not None, "message": f"schedule {label} "
+                                        f"{'paused' if verb == 'pause' else 'resumed'}"})
         return self._act(request, lambda: self.store.schedules.remove(name, key=key),
                          lambda removed: {"changed": removed, "message": f"schedule {label} removed "
                                           "(the jobs it enqueued stay)"})

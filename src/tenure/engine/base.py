@@ -406,6 +406,10 @@ class Session(abc.ABC):
         """Compare-and-set: move the schedule from ``expected`` on; False when another caller did."""
 
     @abc.abstractmethod
+    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None, now: int) -> tuple | None:
+        """Pause one schedule, or resume it planned to ``next_fire_at``; its row, or None when absent."""
+
+    @abc.abstractmethod
     def leader_acquire(self, name: str, owner: str, ttl_ms: int, now: int | None) -> int | None:
         """Take or renew the lease on role ``name``; answers its expiry, or None when another
         owner holds an unexpired lease."""

@@ -541,19 +541,25 @@
           return el("td", {}, el("span", { "class": "row-actions" },
             el("button", { "class": "run-now", text: "Run now", title: "enqueue its job now; the schedule keeps its rhythm",
               onclick: function (e) { action(path(s, "run"), e.target); } }),
+            s.paused_at === null || s.paused_at === undefined
+              ? el("button", { "class": "pause", text: "Pause", title: "fire nothing until resumed",
+                  onclick: function (e) { action(path(s, "pause"), e.target); } })
+              : el("button", { "class": "resume", text: "Resume", title: "plan the next fire from now; boundaries missed while paused are skipped",
+                  onclick: function (e) { action(path(s, "resume"), e.target); } }),
             el("button", { "class": "danger remove", text: "Remove", onclick: function (e) {
               if (window.confirm("Remove schedule " + s.name + (s.key ? " #" + s.key : "") + "? The jobs it enqueued stay.")) {
                 action(path(s, "remove"), e.target);
               } } })));
         }
         replace(body, el("table", { id: "schedule-table" },
-          el("thead", {}, el("tr", {}, ["name", "cron", "tz", "kind", "queue", "next fire", "last fire", ""].map(function (h) { return el("th", { text: h }); }))),
+          el("thead", {}, el("tr", {}, ["name", "cron", "tz", "kind", "queue", "next fire", "last fire", "state", ""].map(function (h) { return el("th", { text: h }); }))),
           el("tbody", {}, d.items.map(function (s) {
             return el("tr", { "data-schedule": s.name + (s.key ? "#" + s.key : "") },
               el("td", { text: s.name + (s.key ? " #" + s.key : "") }), el("td", { "class": "mono", text: s.cron }),
               el("td", { text: s.tz }), el("td", { text: s.kind }), el("td", { text: s.queue || "default" }),
               el("td", { title: fmtTime(s.next_fire_at), text: s.next_fire_at ? fmtTime(s.next_fire_at) + " (" + ago(s.next_fire_at, d.now) + ")" : "never" }),
-              el("td", { text: fmtTime(s.last_fire_at) }), actions(s));
+              el("td", { text: fmtTime(s.last_fire_at) }),
+              el("td", { "class": "state" }, s.paused_at === null || s.paused_at === undefined ? badge("active") : badge("paused")), actions(s));
           }))));
       });
     };

@@ -19,7 +19,7 @@ import psycopg
 from .queries import CLOCK, NOW
 
 SCHEDULE_COLS = ("name, key, cron, tz, kind, payload, queue, options, catch_up, last_fire_at, "
-                 "next_fire_at, created_at, updated_at")
+                 "next_fire_at, created_at, updated_at, paused_at")
 WORKER_COLS = "id, host, pid, queues, kinds, concurrency, started_at, heartbeat_at, in_flight, stats"
 SETTLED = "('done', 'dead', 'cancelled')"
 
@@ -53,7 +53,7 @@ SELECT {SCHEDULE_COLS} FROM tenure_schedules WHERE name = %(name)s::text ORDER B
 SCHEDULE_DELETE = "DELETE FROM tenure_schedules WHERE name = %(name)s::text AND key = %(key)s::text"
 SCHEDULE_DUE = f"""
 SELECT {SCHEDULE_COLS} FROM tenure_schedules
-WHERE next_fire_at <= %(now)s::bigint ORDER BY next_fire_at, name, key LIMIT %(limit)s::int
+WHERE next_fire_at <= %(now)s::bigint AND paused_at IS NULL ORDER BY next_fire_at, name, key LIMIT %(limit)s::int
 """
 # The compare-and-set that makes a fire happen once. Under READ COMMITTED a racing caller waits
 # for the winner's row lock, re-reads the row, no longer matches, and updates nothing.
@@ -62,6 +62,18 @@ UPDATE tenure_schedules SET last_fire_at = %(last_fire_at)s::bigint, next_fire_a
   updated_at = %(now)s::bigint
 WHERE name = %(name)s::text AND key = %(key)s::text AND next_fire_at = %(expected)s::bigint
   AND cron = %(cron)s::text AND tz = %(tz)s::text
+"""
+
+# Pause keeps the first pause time (pausing twice changes nothing); resume plans the next boundary
+# from now, so the boundaries that passed while paused are never fired.
+SCHEDULE_PAUSE = f"""
+UPDATE tenure_schedules SET paused_at = COALESCE(paused_at, %(now)s::bigint), updated_at = %(now)s::bigint
+WHERE name = %(name)s::text AND key = %(key)s::text RETURNING {SCHEDULE_COLS}
+"""
+SCHEDULE_RESUME = f"""
+UPDATE tenure_schedules SET paused_at = NULL, updated_at = %(now)s::bigint,
+  next_fire_at = CASE WHEN paused_at IS NULL THEN next_fire_at ELSE %(next_fire_at)s::bigint END
+WHERE name = %(name)s::text AND key = %(key)s::text RETURNING {SCHEDULE_COLS}
 """
 
 # -- leadership -----------------------------------------------------------------------------------
@@ -210,6 +222,13 @@ class PostgresMaintenanceMixin:
         return self._conn.execute(SCHEDULE_ADVANCE, {
             "name": name, "key": key, "cron": cron, "tz": tz, "expected": expected,
             "last_fire_at": last_fire_at, "next_fire_at": next_fire_at, "now": now}).rowcount == 1
+
+    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None, now: int) -> tuple | None:
+        """Pause one schedule (kept if already paused), or resume it planned to ``next_fire_at`` if
+        it was paused; answers its row, or None when absent."""
+        sql = SCHEDULE_PAUSE if paused else SCHEDULE_RESUME
+        params = {"name": name, "key": key, "now": now, "next_fire_at": next_fire_at}
+        return self._one(sql, params)
 
     # -- leadership -----------------------------------------------------------------------------
     def leader_acquire(self, name: str, owner: str, ttl_ms: int, now: int | None) -> int | None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 SCHEDULE_COLS = ("name, key, cron, tz, kind, payload, queue, options, catch_up, last_fire_at, "
-                 "next_fire_at, created_at, updated_at")
+                 "next_fire_at, created_at, updated_at, paused_at")
 WORKER_COLS = "id, host, pid, queues, kinds, concurrency, started_at, heartbeat_at, in_flight, stats"
 SETTLED = "('done', 'dead', 'cancelled')"
 
@@ -49,13 +49,25 @@ SELECT {SCHEDULE_COLS} FROM tenure_schedules WHERE (:name IS NULL OR name = :nam
 SCHEDULE_DELETE = "DELETE FROM tenure_schedules WHERE name = :name AND key = :key"
 SCHEDULE_DUE = f"""
 SELECT {SCHEDULE_COLS} FROM tenure_schedules INDEXED BY tenure_schedules_due
-WHERE next_fire_at <= :now ORDER BY next_fire_at, name, key LIMIT :limit
+WHERE next_fire_at <= :now AND paused_at IS NULL ORDER BY next_fire_at, name, key LIMIT :limit
 """
 # The compare-and-set that makes a fire happen once: only the caller that still sees the
 # boundary it planned from (and the same expression) moves the schedule on.
 SCHEDULE_ADVANCE = """
 UPDATE tenure_schedules SET last_fire_at = :last_fire_at, next_fire_at = :next_fire_at, updated_at = :now
 WHERE name = :name AND key = :key AND next_fire_at = :expected AND cron = :cron AND tz = :tz
+"""
+
+# Pause keeps the first pause time (pausing twice changes nothing); resume plans the next boundary
+# from now, so the boundaries that passed while paused are never fired.
+SCHEDULE_PAUSE = f"""
+UPDATE tenure_schedules SET paused_at = COALESCE(paused_at, :now), updated_at = :now
+WHERE name = :name AND key = :key RETURNING {SCHEDULE_COLS}
+"""
+SCHEDULE_RESUME = f"""
+UPDATE tenure_schedules SET paused_at = NULL, updated_at = :now,
+  next_fire_at = CASE WHEN paused_at IS NULL THEN next_fire_at ELSE :next_fire_at END
+WHERE name = :name AND key = :key RETURNING {SCHEDULE_COLS}
 """
 
 # -- leadership -----------------------------------------------------------------------------------
@@ -179,6 +191,13 @@ class SQLiteMaintenanceMixin:
         return self._conn.execute(SCHEDULE_ADVANCE, {
             "name": name, "key": key, "cron": cron, "tz": tz, "expected": expected,
             "last_fire_at": last_fire_at, "next_fire_at": next_fire_at, "now": now}).rowcount == 1
+
+    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None, now: int) -> tuple | None:
+        """Pause one schedule (kept if already paused), or resume it planned to ``next_fire_at`` if
+        it was paused; answers its row, or None when absent."""
+        sql = SCHEDULE_PAUSE if paused else SCHEDULE_RESUME
+        params = {"name": name, "key": key, "now": now, "next_fire_at": next_fire_at}
+        return self._conn.execute(sql, params).fetchone()
 
     # -- leadership -----------------------------------------------------------------------------
     def leader_acquire(self, name: str, owner: str, ttl_ms: int, now: int | None) -> int | None:

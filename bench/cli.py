@@ -52,6 +52,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--latency-samples", type=int, help="enqueue->start samples per variant (default 200)")
     p.add_argument("--processes", type=int, help="worker processes of the PostgreSQL multi-process drain (2)")
     p.add_argument("--process-concurrency", type=int, help="concurrency of each of those processes (64)")
+    p.add_argument("--churn-jobs", type=int,
+                   help="churn: jobs the table serves before the measured drain (default 200000; "
+                        "the target asks for 1000000)")
     p.add_argument("--no-analyze", action="store_true",
                    help="PostgreSQL: do not ANALYZE a filled queue before the throughput runs")
     p.add_argument("--quick", action="store_true", help="small sizes: a smoke run in well under a minute")
@@ -69,11 +72,12 @@ def config_from(args: argparse.Namespace) -> Config:
     for name, attr in (("jobs", "jobs"), ("concurrency", "concurrency"), ("repeat", "repeat"),
                        ("depths", "depths"), ("depth_claims", "depth_claims"),
                        ("latency_samples", "latency_samples"), ("processes", "processes"),
-                       ("process_concurrency", "process_concurrency")):
+                       ("process_concurrency", "process_concurrency"), ("churn_jobs", "churn_jobs")):
         value = getattr(args, name)
         if value is not None:
             setattr(cfg, attr, value)
-    for name in ("jobs", "repeat", "depth_claims", "latency_samples", "processes", "process_concurrency"):
+    for name in ("jobs", "repeat", "depth_claims", "latency_samples", "processes", "process_concurrency",
+                 "churn_jobs"):
         if getattr(cfg, name) < 1:
             raise SystemExit(f"--{name.replace('_', '-')} must be at least 1")
     cfg.rss_jobs = min(cfg.rss_jobs, cfg.jobs)

@@ -23,10 +23,10 @@ reap dead workers         leader    a worker row silent for ``worker_dead_after_
                                     and the live leases of the worker INSTANCE it recorded end
                                     at once (the fence refuses the vanished attempt; the next
                                     claim recovers the job); never matched by owner string
-vacuum backstop           leader    PostgreSQL: ``VACUUM (ANALYZE) tenure_jobs`` when its dead
-                                    tuples exceed :data:`VACUUM_DEAD_MIN` + 20% of its live ones
-                                    (ten times looser than the table's autovacuum setting, so it
-                                    acts only where autovacuum is off or falling behind)
+vacuum backstop           leader    PostgreSQL: ``VACUUM (ANALYZE)`` or ``ANALYZE`` of
+                                    ``tenure_jobs`` when autovacuum is off for it or falling
+                                    behind, at most once per ``vacuum_interval`` of the store's
+                                    clock (:mod:`tenure.table_care` says when)
 ========================  ========  ==========================================================
 
 Attempts whose worker vanished are otherwise recovered by lease expiry, as spec §5 says:
@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InvalidArgument, InvalidType, OperationWithdrawn
 from .limits import MAINTENANCE_CALL_TIMEOUT_S, RELEASE_CALL_TIMEOUT_S
 from .schedules import DEFAULT_MISFIRE_GRACE_MS, declared_for
+from .table_care import TableCare, health_from
 
 if TYPE_CHECKING:
     from .store import Store
@@ -86,9 +87,6 @@ MAX_BATCHES_PER_PASS = 10
 #: A sweep that hit its batch cap comes back this soon (seconds) instead of at its cadence.
 BACKLOG_INTERVAL = 1.0
 DEFAULT_VACUUM_INTERVAL = 30.0
-#: The vacuum backstop runs when dead tuples exceed VACUUM_DEAD_MIN + VACUUM_DEAD_FRACTION x live.
-VACUUM_DEAD_MIN = 1_000
-VACUUM_DEAD_FRACTION = 0.2
 EXPIRED_ERROR = "expired: not started within retention"
 _REPEAT_WARNING = 60.0
 #: How long release() lets a duty in flight finish before it cuts it (seconds).
@@ -172,7 +170,7 @@ class WorkerInfo:
 
 
 _COUNTERS = ("passes", "fired", "heartbeats", "elections", "leader_terms", "expired", "deleted",
-             "leases_released", "workers_reaped", "vacuums", "schedules_synced", "errors")
+             "leases_released", "workers_reaped", "vacuums", "analyzes", "schedules_synced", "errors")
 
 
 class Maintainer:
@@ -195,6 +193,7 @@ class Maintainer:
         self._errors: dict[str, int] = {}
         self._failing: dict[str, float] = {}
         self._pass_cond = threading.Condition()
+        self._care = TableCare()
 
     # -- configuration -----------------------------------------------------------------------------
     @property
@@ -287,7 +286,9 @@ class Maintainer:
         leases, workers = self.reap_workers()
         out["leases_released"] = leases
         out["workers_reaped"] = workers
+        analyzes = self._stats["analyzes"]
         out["vacuums"] = int(self._config.vacuum and self.vacuum_jobs())
+        out["analyzes"] = self._stats["analyzes"] - analyzes
         self._count("passes")
         return out
 
@@ -405,19 +406,31 @@ class Maintainer:
         return leases, workers
 
     def vacuum_jobs(self, *, force: bool = False, cancel: threading.Event | None = None) -> bool:
-        """PostgreSQL: ``VACUUM (ANALYZE) tenure_jobs`` if its dead tuples exceed
-        :data:`VACUUM_DEAD_MIN` + :data:`VACUUM_DEAD_FRACTION` x its live ones (or ``force``).
-        Answers whether it vacuumed. A no-op on SQLite. A set ``cancel`` cancels a running vacuum."""
-        with self.store._session(cancel) as s:
-            if not force:
-                dead, live, _ = s.jobs_dead_tuples()
-                if dead <= VACUUM_DEAD_MIN + VACUUM_DEAD_FRACTION * live:
+        """PostgreSQL: ``VACUUM (ANALYZE) tenure_jobs`` when :mod:`tenure.table_care` finds it due
+        (or ``force``), else ``ANALYZE`` it when only that is due (counted in ``analyzes``); at
+        most one of them per ``vacuum_interval`` seconds of the store's clock unless ``force``.
+        Answers whether it vacuumed. A no-op on SQLite. A set ``cancel`` cancels a running one."""
+        store, care = self.store, self._care
+        with store._session(cancel) as s:
+            stats = s.jobs_table_stats()
+            if stats is None:
+                return False
+            now = store._now_or(s, store._now())
+            action: str | None
+            if force:
+                action, why = "vacuum", "forced"
+            elif care.too_soon(now, self._config.vacuum_interval):
+                return False
+            else:
+                action, why = health_from(*stats).due()
+                if action is None:
                     return False
-                log.info("vacuuming tenure_jobs: %d dead tuples for %d live", dead, live)
-            ran = s.jobs_vacuum(cancel)
+            log.info("%s tenure_jobs: %s", "vacuuming" if action == "vacuum" else "analyzing", why)
+            ran = s.jobs_vacuum(cancel, analyze_only=action == "analyze")
         if ran:
-            self._count("vacuums")
-        return ran
+            care.last_at = now
+            self._count("vacuums" if action == "vacuum" else "analyzes")
+        return ran and action == "vacuum"
 
     def _batches(self, batch, drain: bool, cancel: threading.Event | None) -> int:
         cfg = self._config

@@ -8,7 +8,9 @@ the global one, so two dashboards or a test suite never collide):
   (due jobs a closed rate window holds back, per rate-limited queue), ``tenure_workers_alive``,
   ``tenure_store_up`` (0 when the store could not be read; the scrape still answers),
   ``tenure_unhandled_jobs{queue,kind}`` and ``tenure_unserved_jobs{queue}`` (queued jobs no live
-  worker will run, :mod:`tenure.kinds`).
+  worker will run, :mod:`tenure.kinds`); and this process's maintenance service's upkeep of the
+  jobs table (:mod:`tenure.table_care`): ``tenure_maintenance_vacuums_total``,
+  ``tenure_maintenance_analyzes_total``.
 - :class:`WorkerCollector` — the counters of this process's running workers (``worker.stats()``):
   ``tenure_worker_claims_total``, ``..._completions_total``, ``..._failures_total``,
   ``..._lost_settlements_total``, ``..._renewals_total``, ``..._cancellations_total``,
@@ -83,6 +85,12 @@ class StoreCollector(Collector):
         return []
 
     def collect(self) -> Iterable[Any]:
+        care = self.store.maintenance.stats()
+        for key, doc in (("vacuums", "VACUUM (ANALYZE) runs of tenure_jobs by this process's maintenance."),
+                         ("analyzes", "ANALYZE runs of tenure_jobs by this process's maintenance.")):
+            fam = CounterMetricFamily(f"tenure_maintenance_{key}", doc)
+            fam.add_metric([], care[key])
+            yield fam
         up = GaugeMetricFamily("tenure_store_up", "1 when the last scrape could read the store, else 0.")
         try:
             ov = self.insights.overview()

@@ -267,7 +267,7 @@ def test_run_once_runs_every_duty_and_counts_them(store, clock):
     store.maintenance.configure(vacuum=False)  # its trigger depends on the table's history (tested below)
     counts = store.maintenance.run_once()
     assert counts == {"fired": 1, "heartbeats": 0, "expired": 2, "deleted": 3, "leases_released": 0,
-                      "workers_reaped": 0, "vacuums": 0}
+                      "workers_reaped": 0, "vacuums": 0, "analyzes": 0}
     assert store.maintenance.run_once()["fired"] == 0
 
 
@@ -295,35 +295,6 @@ def test_postgres_sweeps_skip_rows_another_transaction_holds(pg_store, clock):
         assert m.expire_queued() == 2  # j00000 is skipped, not waited for
         assert m.delete_settled() == 1
     assert m.expire_queued() == 1 and m.delete_settled() == 1
-
-
-def test_postgres_vacuum_backstop_runs_only_when_dead_tuples_pile_up(pg_store):
-    """Where autovacuum is off or behind, the leader vacuums tenure_jobs once its dead tuples pass
-    VACUUM_DEAD_MIN + 20% of the live ones (the statistics arrive asynchronously: polled)."""
-    import time
-
-    import psycopg
-
-    from tenure.maintenance import VACUUM_DEAD_MIN
-
-    from .conftest import PG_URL
-
-    store, m = pg_store, pg_store.maintenance
-    assert m.vacuum_jobs(force=True) is True  # start from a clean table
-    assert m.vacuum_jobs() is False
-    make(store, VACUUM_DEAD_MIN + 500)
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute("DELETE FROM tenure_jobs")
-        conn.execute("SELECT pg_stat_force_next_flush()")
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        with store._session() as s:
-            if s.jobs_dead_tuples()[0] > VACUUM_DEAD_MIN:
-                break
-        time.sleep(0.05)
-    assert m.vacuum_jobs() is True
-    assert m.vacuum_jobs() is False
-    assert m.stats()["vacuums"] == 2
 
 
 def test_postgres_a_running_vacuum_is_cancelled_when_the_service_stops(pg_store):

@@ -450,12 +450,16 @@ class Session(abc.ABC):
         """Queued (pending/failed) jobs with ``keep_until <= now`` -> dead with ``error``."""
 
     @abc.abstractmethod
-    def jobs_dead_tuples(self) -> tuple[int, int, bool]:
-        """``(dead, live, autovacuum on)`` for the jobs table (SQLite: nothing to vacuum)."""
+    def jobs_table_stats(self) -> tuple[tuple, list[str] | None] | None:
+        """What :func:`tenure.table_care.health_from` reads: ``((dead, live, inserted since the
+        last vacuum, modified since the last analyze, server autovacuum on, {autovacuum setting:
+        value}), the table's reloptions)`` for the jobs table; None where there is nothing to tend
+        (SQLite)."""
 
     @abc.abstractmethod
-    def jobs_vacuum(self, cancel: threading.Event | None = None) -> bool:
-        """Vacuum the jobs table; a set ``cancel`` stops it at once and answers False."""
+    def jobs_vacuum(self, cancel: threading.Event | None = None, *, analyze_only: bool = False) -> bool:
+        """``VACUUM (ANALYZE)`` the jobs table (``analyze_only``: ``ANALYZE`` it); a set ``cancel``
+        stops it at once and answers False. SQLite: does nothing, answers False."""
 
     @abc.abstractmethod
     def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int) -> int:

@@ -175,13 +175,21 @@ SELECT count(*) FROM jobs
 """
 # -- vacuum backstop -------------------------------------------------------------------------------
 
-# Dead and live tuples of the jobs table, and whether autovacuum runs at all on this server.
-JOBS_TUPLES = """
-SELECT coalesce(n_dead_tup, 0), coalesce(n_live_tup, 0), current_setting('autovacuum') = 'on'
-FROM pg_stat_user_tables WHERE relid = 'tenure_jobs'::regclass
+# What autovacuum would read of the jobs table (tenure.table_care decides): its counters, the
+# server's autovacuum settings, and the table's storage parameters that override them.
+_AV_SETTINGS = ("autovacuum_vacuum_threshold", "autovacuum_vacuum_scale_factor",
+                "autovacuum_vacuum_insert_threshold", "autovacuum_vacuum_insert_scale_factor",
+                "autovacuum_analyze_threshold", "autovacuum_analyze_scale_factor")
+JOBS_TABLE_STATS = f"""
+SELECT coalesce(s.n_dead_tup, 0), coalesce(s.n_live_tup, 0), coalesce(s.n_ins_since_vacuum, 0),
+  coalesce(s.n_mod_since_analyze, 0), current_setting('autovacuum') = 'on', c.reloptions,
+  {", ".join(f"current_setting('{name}', true)" for name in _AV_SETTINGS)}
+FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relid = 'tenure_jobs'::regclass
 """
-# Plain VACUUM: takes no lock that blocks reads or writes (only other vacuums and DDL wait).
+# Plain VACUUM and ANALYZE: they take no lock that blocks reads or writes (only other vacuums and
+# DDL wait).
 JOBS_VACUUM = "VACUUM (ANALYZE) tenure_jobs"
+JOBS_ANALYZE = "ANALYZE tenure_jobs"
 
 DELETE_SETTLED_CUSTOM = f"WITH {CLOCK},\ndoomed AS ({_DUE_CUSTOM}),{_DELETE}"
 DELETE_SETTLED_DEFAULT = f"WITH {CLOCK},\ndoomed AS ({_DUE_DEFAULT}),{_DELETE}"
@@ -273,14 +281,19 @@ class PostgresMaintenanceMixin:
         """Queued (pending/failed) jobs with ``keep_until <= now`` -> dead with ``error``."""
         return int(self._one(EXPIRE_QUEUED, {"now": now, "error": error, "limit": limit})[0])
 
-    def jobs_dead_tuples(self) -> tuple[int, int, bool]:
-        """``(dead, live, autovacuum on)`` for the jobs table, from the statistics collector."""
-        row = self._one(JOBS_TUPLES, {})
-        return (0, 0, True) if row is None else (int(row[0]), int(row[1]), bool(row[2]))
+    def jobs_table_stats(self) -> tuple[tuple, list[str] | None] | None:
+        """The jobs table's counters from the statistics collector and the autovacuum settings that
+        apply to it (see the base class)."""
+        row = self._one(JOBS_TABLE_STATS, {})
+        if row is None:
+            return None
+        settings = dict(zip(_AV_SETTINGS, row[6:], strict=True))
+        return (row[0], row[1], row[2], row[3], row[4], settings), row[5]
 
-    def jobs_vacuum(self, cancel: threading.Event | None = None) -> bool:
-        """``VACUUM (ANALYZE) tenure_jobs`` (outside any transaction). A set ``cancel`` cancels it
-        on the server at once (the maintenance service is stopping); answers False then."""
+    def jobs_vacuum(self, cancel: threading.Event | None = None, *, analyze_only: bool = False) -> bool:
+        """``VACUUM (ANALYZE) tenure_jobs``, or ``ANALYZE`` it (outside any transaction). A set
+        ``cancel`` cancels it on the server at once (the maintenance service is stopping); answers
+        False then."""
         conn = self._conn
         done = threading.Event()
 
@@ -298,7 +311,7 @@ class PostgresMaintenanceMixin:
         if cancel is not None:
             watcher.start()
         try:
-            conn.execute(JOBS_VACUUM, prepare=False)
+            conn.execute(JOBS_ANALYZE if analyze_only else JOBS_VACUUM, prepare=False)
             return True
         except psycopg.errors.QueryCanceled:
             if cancel is not None and cancel.is_set():

@@ -268,11 +268,12 @@ class SQLiteMaintenanceMixin:
         now = _wall_ms() if now is None else now
         return len(self._conn.execute(EXPIRE_QUEUED, {"now": now, "error": error, "limit": limit}).fetchall())
 
-    def jobs_dead_tuples(self) -> tuple[int, int, bool]:
-        """SQLite reuses deleted pages from its freelist: there is nothing for a vacuum to do."""
-        return 0, 0, True
+    def jobs_table_stats(self) -> None:
+        """SQLite reuses deleted pages from its freelist and its statements name their indexes:
+        there is nothing for a vacuum or an analyze to do."""
+        return None
 
-    def jobs_vacuum(self, cancel: Any = None) -> bool:
+    def jobs_vacuum(self, cancel: Any = None, *, analyze_only: bool = False) -> bool:
         return False
 
     def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int) -> int:

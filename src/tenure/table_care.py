@@ -1,0 +1,107 @@
+"""The jobs table's upkeep: when the maintenance leader vacuums or analyzes it (PostgreSQL).
+
+A queue table is all churn: every claim and every settlement leaves a dead row version, and a
+burst of enqueues leaves the planner's statistics describing a table that no longer exists.
+PostgreSQL's autovacuum handles both, with the storage parameters migration 0003 sets on
+``tenure_jobs``; where it is off (server-wide, or ``autovacuum_enabled = false`` on the table) or
+falls behind, the leader does the same work itself (:meth:`tenure.maintenance.Maintainer.vacuum_jobs`):
+
+* **off**: it applies autovacuum's own rule with the table's own settings (threshold + scale
+  factor x live rows, for dead tuples, for inserts since the last vacuum, and for rows changed
+  since the last analyze), so the table gets what autovacuum would have given it;
+* **on**: it acts only when the table is :data:`BEHIND_FACTOR` times past those same triggers
+  (autovacuum is falling behind a hot queue), so it never competes with a healthy autovacuum.
+
+A vacuum (``VACUUM (ANALYZE)``, which also analyzes) is chosen over a plain ``ANALYZE`` when both
+are due. At most one of them runs per ``vacuum_interval`` seconds of the store's clock, whoever
+asks (the background loop, ``run_once``, ``tenure maintain --once``), unless forced. Each run is
+logged (``tenure.maintenance``, INFO, with the numbers that triggered it) and counted
+(``stats()["vacuums"]`` / ``["analyzes"]``; ``tenure_maintenance_vacuums_total`` /
+``..._analyzes_total`` in :mod:`tenure.metrics`).
+
+SQLite has nothing to reclaim (deleted pages go to the file's freelist and are reused by the next
+inserts) and its statements name their indexes, so there the duty reads nothing and does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+log = logging.getLogger("tenure.maintenance")
+
+#: Autovacuum's own defaults (PostgreSQL 13+), used when neither the server nor the table says.
+DEFAULTS: dict[str, float] = {
+    "autovacuum_vacuum_threshold": 50, "autovacuum_vacuum_scale_factor": 0.2,
+    "autovacuum_vacuum_insert_threshold": 1000, "autovacuum_vacuum_insert_scale_factor": 0.2,
+    "autovacuum_analyze_threshold": 50, "autovacuum_analyze_scale_factor": 0.1,
+}
+#: With autovacuum on, the backstop waits until the table is this many times past autovacuum's
+#: trigger: only a falling-behind autovacuum leaves it that far.
+BEHIND_FACTOR = 10
+
+Action = Literal["vacuum", "analyze"]
+
+
+@dataclass(frozen=True, slots=True)
+class TableHealth:
+    """What the statistics collector says of ``tenure_jobs``, and the autovacuum settings that
+    apply to it (the table's storage parameters over the server's)."""
+
+    dead: int
+    live: int
+    #: Rows inserted since the last vacuum, and rows changed since the last analyze.
+    inserted: int
+    modified: int
+    #: True when autovacuum would process this table (server setting and table parameter).
+    autovacuum: bool
+    settings: dict[str, float]
+
+    def _trigger(self, name: str) -> float:
+        s = self.settings
+        return s[f"autovacuum_{name}_threshold"] + s[f"autovacuum_{name}_scale_factor"] * self.live
+
+    def due(self) -> tuple[Action | None, str]:
+        """The action this table needs now (None: none) and why, in words for the log."""
+        factor = 1 if not self.autovacuum else BEHIND_FACTOR
+        vacuum = self._trigger("vacuum") * factor
+        insert = self._trigger("vacuum_insert") * factor
+        analyze = self._trigger("analyze") * factor
+        mode = "autovacuum off" if not self.autovacuum else f"autovacuum {factor}x behind"
+        if self.dead > vacuum:
+            return "vacuum", f"{self.dead} dead tuples for {self.live} live (> {vacuum:.0f}, {mode})"
+        if self.inserted > insert:
+            return "vacuum", f"{self.inserted} rows inserted since the last vacuum (> {insert:.0f}, {mode})"
+        if self.modified > analyze:
+            return "analyze", f"{self.modified} rows changed since the last analyze (> {analyze:.0f}, {mode})"
+        return None, "healthy"
+
+
+def health_from(row: tuple, reloptions: list[str] | None) -> TableHealth:
+    """Build a :class:`TableHealth` from ``(dead, live, inserted, modified, autovacuum_on,
+    {setting: value})`` and the table's ``reloptions`` (``name=value`` texts)."""
+    dead, live, inserted, modified, server_on, server = row
+    settings = dict(DEFAULTS)
+    settings.update({k: float(v) for k, v in server.items() if k in DEFAULTS and v is not None})
+    enabled = True
+    for opt in reloptions or ():
+        name, _, value = opt.partition("=")
+        if name in DEFAULTS:
+            settings[name] = float(value)
+        elif name == "autovacuum_enabled":
+            enabled = value.lower() in ("true", "on", "1", "yes")
+    return TableHealth(int(dead or 0), int(live or 0), int(inserted or 0), int(modified or 0),
+                       bool(server_on) and enabled, settings)
+
+
+class TableCare:
+    """The frequency bound of the upkeep of one store's jobs table (one per maintenance service)."""
+
+    def __init__(self) -> None:
+        #: The store-clock time (epoch ms) of the last vacuum or analyze this service ran.
+        self.last_at: int | None = None
+
+    def too_soon(self, now: int, interval_s: float) -> bool:
+        """True when the last run is less than ``interval_s`` seconds (store clock) before ``now``."""
+        return self.last_at is not None and now - self.last_at < interval_s * 1000

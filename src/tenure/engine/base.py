@@ -451,15 +451,11 @@ class Session(abc.ABC):
 
     @abc.abstractmethod
     def jobs_table_stats(self) -> tuple[tuple, list[str] | None] | None:
-        """What :func:`tenure.table_care.health_from` reads: ``((dead, live, inserted since the
-        last vacuum, modified since the last analyze, server autovacuum on, {autovacuum setting:
-        value}), the table's reloptions)`` for the jobs table; None where there is nothing to tend
-        (SQLite)."""
+        """The jobs table's arguments of :func:`tenure.table_care.health_from`; None: no upkeep."""
 
     @abc.abstractmethod
     def jobs_vacuum(self, cancel: threading.Event | None = None, *, analyze_only: bool = False) -> bool:
-        """``VACUUM (ANALYZE)`` the jobs table (``analyze_only``: ``ANALYZE`` it); a set ``cancel``
-        stops it at once and answers False. SQLite: does nothing, answers False."""
+        """Vacuum (or analyze) the jobs table; a set ``cancel`` stops it at once and answers False."""
 
     @abc.abstractmethod
     def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int) -> int:

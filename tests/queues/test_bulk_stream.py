@@ -8,6 +8,7 @@ and every job is claimed exactly once."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import re
 
 import pytest
 
@@ -38,6 +39,8 @@ def _spec(i: int) -> dict:
         spec.update(max_attempts=9, timeout=2, retention=100, retry_delay=1, dead_letter="other")
     if i % 9 == 0:
         spec["group_key"] = f"g{i % 2}"
+    if i % 8 == 0:
+        spec["retry_backoff"] = False  # stored 0, not NULL, beside rows that leave it unset
     return spec
 
 
@@ -61,6 +64,25 @@ def test_streamed_bulk_stores_what_one_by_one_stores(store):
     assert len(set(bulk)) == N and None not in bulk and bulk == sorted(bulk)
     for b, s in zip(bulk, single, strict=True):
         assert _stored(store, b) == _stored(store, s), (b, s)
+
+
+def test_a_sqlite_bulk_binds_only_the_columns_its_rows_set():
+    """SQLite's bulk INSERT names the optional columns some row of the batch sets, and no other:
+    each bound parameter costs a row ~0.3 µs, NULL or not (the rows it stores are the test above)."""
+    from tenure.engine.rows import NewJob
+    from tenure.engine.sqlite.session import _insert_rows
+
+    plain = [NewJob(f"id{i}", "k", None, "default", 0, None, 0, 5) for i in range(3)]
+    def bound(sql: str) -> int:
+        return len(set(re.findall(r"\?\d+", sql)))
+
+    sql, rows = _insert_rows(plain, 1000)
+    assert bound(sql) == 9 and "tags" not in sql and "timeout_ms" not in sql
+    assert rows[0] == ("id0", "k", None, 1000, 5, 1000, "default", 0, "standard")
+    plain[1].tags, plain[2].retry_backoff = '["a"]', False
+    sql, rows = _insert_rows(plain, 1000)
+    assert bound(sql) == 11 and "tags" in sql and "retry_backoff" in sql and "timeout_ms" not in sql
+    assert [r[9:] for r in rows] == [(None, None), (None, '["a"]'), (0, None)]
 
 
 @pytest.mark.parametrize("policy", ["short", "stately", "exclusive"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import sqlite3
 import time
 import uuid
@@ -102,7 +103,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         out: list[tuple[str, bool]] = []
         if len(jobs) > 1 and all(j.singleton_key is None for j in jobs):
             # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.
-            if conn.executemany(Q.INSERT_ROWS, [_insert_row(j, now) for j in jobs]).rowcount == len(jobs):
+            if conn.executemany(*_insert_rows(jobs, now)).rowcount == len(jobs):
                 return [(j.id, True) for j in jobs]
             # Some ids existed: answer per job (the rows are written; only the flags are unknown).
             return [(j.id, conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone()
@@ -426,12 +427,31 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
 _insert_params = new_job_params
 
 
-def _insert_row(j: NewJob, now: int) -> tuple:
-    """Q.INSERT_ROWS's parameters for ``j`` (Q.INSERT's, in column order)."""
-    return (j.id, j.kind, j.payload, now + j.delay_ms if j.run_at is None else j.run_at, j.max_attempts, now, now,
-            j.queue, j.priority, j.timeout_ms, j.singleton_key, j.singleton_on, j.policy, j.group_key, j.dead_letter,
-            j.origin_id, j.retry_delay_ms, None if j.retry_backoff is None else int(j.retry_backoff),
-            j.retry_delay_max_ms, j.keep_until, j.delete_after_ms, j.last_error, j.headers, j.tags, j.meta)
+_OPTIONAL_OF = operator.attrgetter(*Q.INSERT_ROWS_OPTIONAL)
+_NO_OPTIONS = (None,) * len(Q.INSERT_ROWS_OPTIONAL)
+_BACKOFF = Q.INSERT_ROWS_OPTIONAL.index("retry_backoff")
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_rows_sql(used: tuple[int, ...]) -> str:
+    return Q.insert_rows(tuple(Q.INSERT_ROWS_OPTIONAL[i] for i in used))
+
+
+def _insert_rows(jobs: Sequence[NewJob], now: int) -> tuple[str, list[tuple]]:
+    """The bulk INSERT for ``jobs`` and its rows (:func:`Q.insert_rows`): the optional columns
+    named are those some job sets; a job's values are the ones Q.INSERT would write."""
+    rows = [(j.id, j.kind, j.payload, now + j.delay_ms if j.run_at is None else j.run_at, j.max_attempts, now,
+             j.queue, j.priority, j.policy) for j in jobs]
+    options = [_OPTIONAL_OF(j) for j in jobs]
+    if options.count(_NO_OPTIONS) == len(options):  # the usual bulk: no option set
+        return _insert_rows_sql(()), rows
+    used = tuple(i for i in range(len(_NO_OPTIONS)) if any(o[i] is not None for o in options))
+    extra = [[o[i] for i in used] for o in options]
+    if _BACKOFF in used:
+        at = used.index(_BACKOFF)
+        for e in extra:
+            e[at] = None if e[at] is None else int(e[at])
+    return _insert_rows_sql(used), [row + tuple(e) for row, e in zip(rows, extra, strict=True)]
 
 
 def _claim_order(row: JobRow) -> tuple:

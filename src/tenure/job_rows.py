@@ -3,8 +3,10 @@ token dropped) or a :class:`~tenure.records.Claim`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _sanitize
 from .engine.rows import RECLAIMED_INDEX, TOKEN_INDEX, JobRow
@@ -22,12 +24,44 @@ MAX_GENERATION = 2**31 - 1
 
 _loads = json.loads
 
+_R = TypeVar("_R")
+
+
+def positional_builder(cls: type[_R]) -> Callable[..., _R]:
+    """A faster constructor of the frozen, slotted dataclass ``cls``, taking every field
+    positionally: an instance of ``cls`` equal to ``cls(*values)``. A frozen dataclass's own
+    ``__init__`` stores each field through ``object.__setattr__``: for the 28 fields of a
+    :class:`Job` that was ~5 µs, the largest item of a claim's Python cost (docs/performance.md,
+    "SQLite drain"). Here a mutable twin with the same slots stores them at slot speed, then the
+    object takes ``cls`` as its class (same layout, so the interpreter allows it). Where that is
+    refused (a layout that differs), answers ``cls`` itself."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    target: Any = cls
+
+    def __post_init__(self: Any) -> None:
+        self.__class__ = target
+
+    twin = dataclasses.make_dataclass(f"_{cls.__name__}Fields", names, slots=True, eq=False, repr=False,
+                                      namespace={"__post_init__": __post_init__})
+    try:
+        probe = twin(*range(len(names)))
+    except TypeError:  # layouts differ: keep the plain constructor
+        return cls
+    if type(probe) is not cls or probe != cls(*range(len(names))):
+        return cls
+    return twin
+
+
+_job = positional_builder(Job)
+_lease = positional_builder(Lease)
+_claim = positional_builder(Claim)
+
 
 def _decoded(r: JobRow) -> Job:
     """The public record for an engine row: JSON decoded, token dropped. Raises what the decoder
     raises on a column that cannot be decoded."""
     p, res, h, e, t, m = r[2], r[11], r[21], r[22], r[24], r[25]
-    return Job(r[0], r[1], None if p is None else _loads(p), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+    return _job(r[0], r[1], None if p is None else _loads(p), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
                None if res is None else _loads(res), r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19],
                r[20], None if h is None else _loads(h), [] if e is None else _loads(e), r[23],
                [] if t is None else _loads(t), {} if m is None else _loads(m), _progress(r[26]),
@@ -60,7 +94,7 @@ def _tolerant(r: JobRow) -> Job:
     """:func:`_decoded`, each column that cannot be decoded read as an Undecodable marker."""
     dec = _sanitize.decode_column
     e, t, m = r[22], r[24], r[25]
-    return Job(r[0], r[1], dec(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], dec(r[11]),
+    return _job(r[0], r[1], dec(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], dec(r[11]),
                r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], dec(r[21]),
                [] if e is None else dec(e), r[23], [] if t is None else dec(t), {} if m is None else dec(m),
                _progress(r[26]), r[27] or 0)
@@ -81,5 +115,5 @@ def row_to_claim(r: JobRow) -> Claim:
             raise UnreadableJob(f"job {r[0]!r} cannot be decoded ({why}); it was settled dead without "
                                 "running", job_id=r[0]) from exc
     assert job.lease_owner is not None and job.lease_until is not None  # a claimed row is leased
-    return Claim(job, Lease(job.id, r[TOKEN_INDEX], job.lease_generation, job.attempts, job.lease_owner,
-                            job.lease_until), bool(r[RECLAIMED_INDEX]))
+    return _claim(job, _lease(job.id, r[TOKEN_INDEX], job.lease_generation, job.attempts, job.lease_owner,
+                              job.lease_until), bool(r[RECLAIMED_INDEX]))

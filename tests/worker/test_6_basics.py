@@ -619,3 +619,45 @@ def test_a_failed_settle_and_claim_returns_its_slot_credits(any_store, make_work
     assert len(seen) == len(set(seen)) == 400
     wait_for(lambda: w.stats()["in_flight"] == 0 and w._credit == 0, what="idle, every credit returned")
     assert w.stop().drained
+
+
+def test_an_enqueue_while_every_slot_is_taken_wakes_the_dispatcher_once_one_frees(live_store, make_worker):
+    """With every slot taken the dispatcher has nothing to claim for: a wake-up (a local enqueue,
+    the cross-process watcher seeing the store's own commits) is deferred, not delivered, and is
+    delivered as soon as a slot frees, so the job enqueued meanwhile starts without a poll
+    (poll_interval=60 s here)."""
+    release = threading.Event()
+    started: list[str] = []
+
+    def hold(payload, ctx):
+        started.append(ctx.job.id)
+        assert release.wait(10)
+
+    w = make_worker(live_store, {"hold": hold, "k": lambda payload, ctx: None}, concurrency=1, poll_interval=60,
+                    watch=False, maintenance=False)
+    first = live_store.jobs.enqueue("hold")
+    w.start()
+    wait_for(lambda: started == [first], what="the first job to start")
+    second = live_store.jobs.enqueue("k")  # the hook runs in this call, with the only slot taken
+    assert w._wake_deferred and not w._wake.is_set()
+    release.set()
+    wait_for(lambda: live_store.jobs.get(second).state == "done", what="the second job to run")
+    assert w.stats()["polls"] == 0
+
+
+@pytest.mark.parametrize("free", [5, 44, 100])
+def test_a_worker_claims_every_free_slot_at_once_where_any_claim_size_costs_the_same(any_store, make_worker,
+                                                                                      free):
+    """SQLite binds a claim's LIMIT: one claim takes every free slot (up to claim_batch), and a
+    settle-and-claim leaves no remainder for the dispatcher to claim in a second transaction.
+    PostgreSQL keeps to the sizes of _claim_size (one prepared statement each)."""
+    from tenure.worker.producer import _claim_size
+
+    w = make_worker(any_store, {"k": lambda payload, ctx: None}, concurrency=free)
+    w._reserved, w._credit, w._quarantine, w._attempts = 0, 0, None, {}
+    want = w._reserve()
+    if any_store.engine.any_claim_size:
+        assert want == min(free, w.claim_batch)
+    else:
+        assert want == _claim_size(min(free, w.claim_batch))
+    assert w._reserved == want

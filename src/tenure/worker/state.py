@@ -152,6 +152,7 @@ class WorkerState:
         self._claiming = 0
         self._releasing = False
         self._lost_claims = False
+        self._wake_deferred = False  # a wake-up waits for a free slot (see _wake_if_free)
         self._running = False
         self._threads: list[threading.Thread] = []
         self._watch_thread: threading.Thread | None = None
@@ -190,7 +191,8 @@ class WorkerState:
             log.exception("on_outcome observer raised; ignored")
 
     def _release(self, *attempts: Attempt) -> None:
-        """Free the attempts' slots (one lock round for all of them) and wake the dispatcher."""
+        """Free the attempts' slots (one lock round for all of them) and wake the dispatcher when
+        it has a slot to claim for (:meth:`_wake_if_free`)."""
         with self._lock:
             mine = self._attempts
             for a in attempts:
@@ -200,8 +202,31 @@ class WorkerState:
                 if a.credited:
                     a.credited = False
                     self._credit -= 1
+            wake = self._free_or_defer()
         registry = self.store._attempts
         for a in attempts:
             registry.pop(a.token, None)
             a.finished.set()
-        self._wake.set()
+        if wake:
+            self._wake.set()
+
+    def _free_or_defer(self) -> bool:
+        """Called holding ``_lock``: True when a slot is free for the dispatcher to claim (and
+        any deferred wake-up is then taken); else the wake-up is deferred until one is."""
+        if self.concurrency - len(self._attempts) - self._reserved + self._credit > 0:
+            self._wake_deferred = False
+            return True
+        self._wake_deferred = True
+        return False
+
+    def _wake_if_free(self) -> None:
+        """Wake the dispatcher now if a slot is free, else as soon as one frees up (the next
+        :meth:`_release` or short claim wakes it). With every slot taken the dispatcher has
+        nothing to claim for; waking it anyway (the store's own commits move SQLite's
+        ``data_version``, so the watcher fires after every settled batch) was a thread switch
+        per batch, the largest single cost of a busy SQLite worker (docs/performance.md,
+        "SQLite drain")."""
+        with self._lock:
+            wake = self._free_or_defer()
+        if wake:
+            self._wake.set()

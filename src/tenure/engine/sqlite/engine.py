@@ -83,6 +83,7 @@ class SQLiteWatcher(Watcher):
 class SQLiteEngine(Engine):
     dialect = "sqlite"
     exclusive_gate = True
+    any_claim_size = True
 
     def __init__(self, url: str, *, busy_timeout_ms: int | None = None, durable: bool | None = None,
                  watch_interval: float = 0.002) -> None:

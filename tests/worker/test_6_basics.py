@@ -656,7 +656,7 @@ def test_a_worker_claims_every_free_slot_at_once_where_any_claim_size_costs_the_
     w = make_worker(any_store, {"k": lambda payload, ctx: None}, concurrency=free)
     w._reserved, w._credit, w._quarantine, w._attempts = 0, 0, None, {}
     want = w._reserve()
-    if any_store.engine.any_claim_size:
+    if getattr(any_store.engine, "any_claim_size", False):
         assert want == min(free, w.claim_batch)
     else:
         assert want == _claim_size(min(free, w.claim_batch))

@@ -526,10 +526,6 @@ class Engine(abc.ABC):
     #: True when root calls must wait for an open application transaction in this process
     #: (SQLite: one writer; the store gate serialises). False on PostgreSQL (MVCC).
     exclusive_gate: bool
-    #: True when a claim of any size costs one and the same statement (its LIMIT is a bound
-    #: parameter, SQLite), so a worker claims exactly its free slots; False where each size is a
-    #: statement text of its own (PostgreSQL: the worker keeps to a few sizes).
-    any_claim_size: bool = False
 
     @abc.abstractmethod
     def open(self) -> None:

@@ -203,7 +203,7 @@ class Producer(Executor):
             if free <= 0:
                 return 0
             want = min(free, self.claim_batch)
-            if not self.store.engine.any_claim_size:
+            if not getattr(self.store.engine, "any_claim_size", False):
                 want = _claim_size(want)
             self._reserved += want
             for a in settling[:want]:

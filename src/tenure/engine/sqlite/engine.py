@@ -83,6 +83,9 @@ class SQLiteWatcher(Watcher):
 class SQLiteEngine(Engine):
     dialect = "sqlite"
     exclusive_gate = True
+    #: A claim of any size is one and the same statement (its LIMIT is a bound parameter), so a
+    #: worker claims exactly its free slots (``Producer._reserve``); PostgreSQL, which prepares
+    #: each size's text, has no such attribute and keeps to a few sizes.
     any_claim_size = True
 
     def __init__(self, url: str, *, busy_timeout_ms: int | None = None, durable: bool | None = None,

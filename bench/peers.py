@@ -21,9 +21,10 @@ reported.
 
 The systems (their settings are in the table and the JSON):
 
-* tenure, SQLite and PostgreSQL: ``python -m bench.child drain`` (one worker, concurrency 64),
-  over stores filled by :class:`bench.scenarios.Prepared`. On SQLite also with ``durable=true``
-  (synchronous=FULL), the durability huey runs with by default.
+* tenure, SQLite and PostgreSQL: ``python -m bench.child drain`` (one worker at ``tenure worker``'s
+  default concurrency for the engine: 64 on SQLite, 256 on PostgreSQL), over stores filled by
+  :class:`bench.scenarios.Prepared`. On SQLite also with ``durable=true`` (synchronous=FULL), the
+  durability huey runs with by default.
 * pgqueuer (PostgreSQL): one ``QueueManager`` with a bulk dequeue batch over an asyncpg pool.
 * huey (SQLite): ``SqliteHuey`` with its consumer's thread workers.
 * procrastinate (PostgreSQL, psycopg 3): one worker with concurrent async jobs.
@@ -52,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from tenure.cli.worker import DEFAULT_CONCURRENCY
+from tenure.cli.worker import default_concurrency
 
 from . import machine
 from .scenarios import Prepared
@@ -77,9 +78,10 @@ PINS = (
     "psycopg-pool==3.3.3",
 )
 ALL_PEERS = ("tenure", "pgqueuer", "huey", "procrastinate")
-#: tenure's drains run at ``tenure worker``'s default concurrency unless --tenure-concurrency says
-#: otherwise (then a run at the defaults is added on PostgreSQL, for the target).
-TENURE_CONCURRENCY = DEFAULT_CONCURRENCY
+#: tenure's drains run at ``tenure worker``'s default concurrency for each engine (None) unless
+#: --tenure-concurrency says otherwise (then a run at the defaults is added on PostgreSQL, for the
+#: target).
+TENURE_CONCURRENCY: int | None = None
 
 POLL_MIN_S = 0.002
 POLL_MAX_S = 0.25
@@ -233,7 +235,7 @@ class Tenure(System):
         self.concurrency = concurrency
         self.durable = durable
         #: the drain runs at ``tenure worker``'s default settings (its default --concurrency)
-        self.cli_defaults = concurrency == DEFAULT_CONCURRENCY
+        self.cli_defaults = concurrency == default_concurrency(target.engine)
         self.defaults = defaults
         self.prepared = Prepared(target, analyze=True)
         self.url = ""
@@ -647,7 +649,7 @@ class Options:
     engines: list[str] = field(default_factory=lambda: ["sqlite", "postgres"])
     pg_url: str = DEFAULT_PG_URL
     venv: str = DEFAULT_VENV
-    tenure_concurrency: int = TENURE_CONCURRENCY
+    tenure_concurrency: int | None = TENURE_CONCURRENCY
     pgqueuer_batch_size: int = 100
     pgqueuer_pool: int = 10
     huey_workers: int = 8
@@ -669,7 +671,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pg-url", default=os.environ.get("TENURE_PEERS_PG_URL", d.pg_url),
                    help=f"PostgreSQL database for every PostgreSQL system (default {d.pg_url})")
     p.add_argument("--venv", default=d.venv, help="the peers' virtualenv (made and filled if missing)")
-    p.add_argument("--tenure-concurrency", type=int, default=d.tenure_concurrency)
+    p.add_argument("--tenure-concurrency", type=int, default=d.tenure_concurrency,
+                   help="tenure's worker slots (default: tenure worker's default for each engine)")
     p.add_argument("--pgqueuer-batch-size", type=int, default=d.pgqueuer_batch_size)
     p.add_argument("--pgqueuer-pool", type=int, default=d.pgqueuer_pool, help="asyncpg pool size")
     p.add_argument("--huey-workers", type=int, default=d.huey_workers, help="consumer thread workers")
@@ -709,12 +712,14 @@ def build_systems(opt: Options, workdir: str) -> tuple[list[System], list[Target
     if "tenure" in opt.peers:
         sq = SQLiteTarget(os.path.join(workdir, "tenure"))
         targets.insert(0, sq)
-        systems.append(Tenure(sq, opt.tenure_concurrency))
-        systems.append(Tenure(sq, opt.tenure_concurrency, durable=True))
+        sq_conc = opt.tenure_concurrency or default_concurrency("sqlite")
+        systems.append(Tenure(sq, sq_conc))
+        systems.append(Tenure(sq, sq_conc, durable=True))
         if pg_target is not None:
-            systems.append(Tenure(pg_target, opt.tenure_concurrency))
-            if opt.tenure_concurrency != DEFAULT_CONCURRENCY:  # else that run is the defaults' run
-                systems.append(Tenure(pg_target, DEFAULT_CONCURRENCY, defaults=True))
+            pg_default = default_concurrency("postgres")
+            systems.append(Tenure(pg_target, opt.tenure_concurrency or pg_default))
+            if opt.tenure_concurrency not in (None, pg_default):  # else that run is the defaults' run
+                systems.append(Tenure(pg_target, pg_default, defaults=True))
     if "huey" in opt.peers:
         systems.append(Huey(workdir, python, opt.huey_workers))
     if "pgqueuer" in opt.peers:

@@ -45,19 +45,53 @@ def _instrument(app: Any, registry_box: list) -> None:
     app.create_worker = capturing_create_worker
 
 
-#: ``tenure worker``'s default --concurrency. Short jobs drain at a rate set by how
+#: ``tenure worker``'s default --concurrency on SQLite. Short jobs drain at a rate set by how
 #: many settle and are claimed per round trip, which is at most the free slots: 4 slots drained
-#: ~1/2 to 1/5 of what 64 do on PostgreSQL (docs/performance.md, "Default settings"). An idle slot
-#: costs a parked thread and nothing else, and a handler that blocks on I/O wants many; for
-#: CPU-bound handlers give --processes instead (the GIL runs one handler at a time per process).
+#: ~1/2 to 1/5 of what 64 do (docs/performance.md, "Default settings"). An idle slot costs a
+#: parked thread and nothing else, and a handler that blocks on I/O wants many; for CPU-bound
+#: handlers give --processes instead (the GIL runs one handler at a time per process). SQLite has
+#: one writer and one settler, and its drain peaks near 64 slots.
 DEFAULT_CONCURRENCY = 64
+#: The default on PostgreSQL. Its throughput for short jobs is set by how many leases are in
+#: flight while two settlers' round trips (a commit each, on a server that shares the host's
+#: cores) overlap: 256 slots drained 1.4-1.9x what 64 did in runs alternating on one host,
+#: at the same CPU per job; 512 drained no more (docs/performance.md, "Default settings").
+DEFAULT_CONCURRENCY_POSTGRES = 256
+
+
+def default_concurrency(dialect: str) -> int:
+    """``tenure worker``'s default --concurrency for a store of this dialect."""
+    return DEFAULT_CONCURRENCY_POSTGRES if dialect == "postgres" else DEFAULT_CONCURRENCY
+
+
+def _slots(concurrency: int | None, url: str | None, app: Any) -> int:
+    """--concurrency, else the default for the dialect of the store the worker will open."""
+    return concurrency if concurrency is not None else default_concurrency(_store_dialect(url, app))
+
+
+def _store_dialect(url: str | None, app: Any) -> str:
+    """The dialect the worker's store will have: the --url's, else the app's own store's or URL's,
+    else ``$TENURE_URL``'s, else the default URL's. A URL that names no dialect counts as SQLite
+    here (opening the store refuses it with its own coded error)."""
+    from ..engine.urls import dialect_of
+    from ..errors import TenureError
+    from ..store import DEFAULT_URL
+
+    store = getattr(app, "_store", None)
+    if not url and store is not None:
+        return str(store.engine.dialect)
+    try:
+        return dialect_of(url or getattr(app, "_url", None) or os.environ.get("TENURE_URL") or DEFAULT_URL)
+    except TenureError:
+        return "sqlite"
 
 
 @main.command()
 @click.argument("app_spec", metavar="APP")
 @url_option
-@click.option("--concurrency", default=DEFAULT_CONCURRENCY, show_default=True, type=click.IntRange(min=1),
-              help="Handlers run at once per process (each a thread, or a task for async handlers).")
+@click.option("--concurrency", default=None, type=click.IntRange(min=1),
+              help=f"Handlers run at once per process (each a thread, or a task for async handlers); "
+                   f"default {DEFAULT_CONCURRENCY} on SQLite, {DEFAULT_CONCURRENCY_POSTGRES} on PostgreSQL.")
 @click.option("--queues", default=None,
               help="Comma-separated queues (default: all but dead-letter queues and copies).")
 @click.option("--processes", default=1, show_default=True, type=click.IntRange(min=1),
@@ -89,7 +123,7 @@ DEFAULT_CONCURRENCY = 64
 @click.option("--include", "include", multiple=True, metavar="MODULE",
               help="Import MODULE before starting, for the tasks it declares on the app (repeatable; "
                    "adds to the app's own App(include=[...]) and to $TENURE_INCLUDE).")
-def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None, processes: int,
+def worker(app_spec: str, url: str | None, concurrency: int | None, queues: str | None, processes: int,
            max_jobs_per_process: int | None, metrics_port: int | None, metrics_host: str,
            zombie_share: float, stop_grace: float | None, lease: str | None, grace: float,
            log_level: str | None, log_format: str | None, include: tuple[str, ...]) -> None:
@@ -121,7 +155,7 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
             from ..supervisor import run_supervisor
         except ImportError:
             _fail("--processes and --max-jobs-per-process need tenure's supervisor, which this tenure lacks")
-        load_app(app_spec)  # fail fast, in the parent, on a bad APP
+        concurrency = _slots(concurrency, url, load_app(app_spec))  # load: fail fast, in the parent, on a bad APP
         server = None
         if metrics_port is not None:
             # Children are separate processes: the parent serves the store's gauges only.
@@ -145,6 +179,7 @@ def worker(app_spec: str, url: str | None, concurrency: int, queues: str | None,
     app = load_app(app_spec)
     if url:
         app._url = url
+    concurrency = _slots(concurrency, url, app)
     server = None
     if metrics_port is not None:
         try:

@@ -53,9 +53,9 @@ def _instrument(app: Any, registry_box: list) -> None:
 #: one writer and one settler, and its drain peaks near 64 slots.
 DEFAULT_CONCURRENCY = 64
 #: The default on PostgreSQL. Its throughput for short jobs is set by how many leases are in
-#: flight while two settlers' round trips (a commit each, on a server that shares the host's
-#: cores) overlap: 256 slots drained 1.4-1.9x what 64 did in runs alternating on one host,
-#: at the same CPU per job; 512 drained no more (docs/performance.md, "Default settings").
+#: flight while two settlers' round trips (a commit each) overlap: 256 slots drained 1.4-2x what
+#: 64 did in drains alternating on one loaded host, at the same or less CPU per job; 512 drained
+#: no more (docs/performance.md, "PostgreSQL drain: what the server and the worker spend").
 DEFAULT_CONCURRENCY_POSTGRES = 256
 
 

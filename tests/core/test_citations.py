@@ -17,7 +17,7 @@ FOREIGN = re.compile(r"JOBS-FORMAT|\b[Cc]hecklist\b|\b[Ii]ssues? #?\d+")
 def cited_files() -> list[Path]:
     files = [p for d in ("src", "tests", "bench", "scripts") for p in (ROOT / d).rglob("*")
              if p.is_file() and p.suffix in (".py", ".md", ".sql", ".js", ".css", ".html", "")
-             and "__pycache__" not in p.parts]
+             and "__pycache__" not in p.parts and ".peers-venv" not in p.parts]  # bench.peers' third-party venv
     files += sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md", ROOT / "pyproject.toml"]
     return [p for p in files if p.resolve() != Path(__file__).resolve()]
 

@@ -46,6 +46,12 @@ INLINE_REFRESH_MAX_S = 0.25
 WINDOW_MS = 3_600_000
 BUCKET_MS = 60_000
 MAX_WORKERS_SHOWN = 500
+#: Above this many jobs (the database's estimate, read without a pass over the table) the
+#: overview's counts are estimated from a sample of :data:`SAMPLE_PAGES` pages instead of counted:
+#: a full count of 10 000 000 rows takes seconds (docs/operations.md, "The overview at size").
+#: Only PostgreSQL estimates; SQLite always counts.
+EXACT_BELOW = 1_000_000
+SAMPLE_PAGES = 3_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +129,9 @@ class Overview:
     read_at: int = 0
     #: Queued jobs no live worker will run (:mod:`tenure.kinds`); None when not read.
     kinds: _kinds.KindsReport | None = None
+    #: True when the counts (and the kinds' counts) are estimates from a sample of the table
+    #: (leased jobs are still counted exactly); see :data:`EXACT_BELOW`.
+    estimated: bool = False
 
 
 def _json_or_text(value: Any) -> Any:
@@ -137,8 +146,11 @@ def _json_or_text(value: Any) -> Any:
 class Insights:
     """Operator reads over one store. Thread-safe; the overview is cached for ``ttl`` seconds."""
 
-    def __init__(self, store: Store, *, ttl: float = DEFAULT_TTL_S, worker_stale_ms: int = WORKER_STALE_MS):
+    def __init__(self, store: Store, *, ttl: float = DEFAULT_TTL_S, worker_stale_ms: int = WORKER_STALE_MS,
+                 exact_below: int = EXACT_BELOW, sample_pages: int = SAMPLE_PAGES):
         self.store = store
+        self.exact_below = exact_below
+        self.sample_pages = sample_pages
         self.ttl = ttl
         self.worker_stale_ms = worker_stale_ms
         self._lock = threading.Lock()
@@ -291,14 +303,15 @@ class Insights:
         with store._session() as s:
             now = store._now_or(s, store._now())
             registry = s.insight_queues()
-            counts = s.insight_queue_counts()
+            sample = self._sample_percent(s.insight_size())
+            counts = s.insight_queue_counts(sample)
             deferred = dict(s.insight_rate_deferred(now)) if any(r[8] or r[10] for r in registry) else {}
         with store._session() as s:
             tp = self._throughput(s, now, WINDOW_MS, BUCKET_MS)
         with store._session() as s:
             workers = [self._worker(r, now) for r in s.insight_workers(MAX_WORKERS_SHOWN)]
         with store._session() as s:
-            queued = s.insight_queued_kinds()
+            queued = s.insight_queued_kinds(sample)
         live = [_kinds.LiveWorker(_kinds.parse_names(w.queues), _kinds.parse_names(w.kinds))
                 for w in workers if w.alive]
         report = _kinds.classify(queued, live, [r[5] for r in registry if r[5] is not None], now)
@@ -309,4 +322,11 @@ class Insights:
             for state, n in q.counts.items():
                 totals[state] = totals.get(state, 0) + n
         return Overview(now, totals, queues, tp, sum(1 for w in workers if w.alive), len(workers),
-                        store.engine.describe(), kinds=report)
+                        store.engine.describe(), kinds=report, estimated=sample is not None)
+
+    def _sample_percent(self, size: tuple[int, int] | None) -> float | None:
+        """The percentage of the jobs table's pages to sample, or None to count every row."""
+        if size is None or size[0] < self.exact_below:
+            return None
+        pct = 100.0 * self.sample_pages / max(size[1], 1)
+        return None if pct >= 100 else pct

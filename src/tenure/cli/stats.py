@@ -30,7 +30,7 @@ def _stats_data(insights: Any) -> dict[str, Any]:
     tp = ov.throughput
     last = tp.buckets[-1] if tp.buckets else {}
     return {
-        "store": redact_url(ov.store), "now": ov.now, "counts": ov.counts,
+        "store": redact_url(ov.store), "now": ov.now, "counts": ov.counts, "estimated": ov.estimated,
         "queues": [dataclasses.asdict(q) for q in ov.queues],
         "last_hour": tp.totals(), "this_minute": {k: last.get(k, 0) for k in ("done", "failed", "dead",
                                                                               "cancelled")},
@@ -42,7 +42,8 @@ def _stats_data(insights: Any) -> dict[str, Any]:
 def _stats_text(data: dict[str, Any]) -> str:
     counts = data["counts"]
     lines = [f"store {data['store']} at {fmt_ms(data['now'])} UTC",
-             "jobs: " + "  ".join(f"{s} {counts.get(s, 0)}" for s in STATES)]
+             ("jobs (estimated from a sample; leased exact): " if data.get("estimated") else "jobs: ")
+             + "  ".join(f"{s} {counts.get(s, 0)}" for s in STATES)]
     h, m = data["last_hour"], data["this_minute"]
     lines.append(f"last hour: done {h['done']}  failed {h['failed']}  dead {h['dead']}  "
                  f"cancelled {h['cancelled']}   this minute: done {m['done']}  failed {m['failed']}")

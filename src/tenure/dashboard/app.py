@@ -229,7 +229,7 @@ and in the <code>tenure</code> CLI.</p></noscript>
         ov = self.insights.overview()
         tp = ov.throughput
         return _json({
-            "store": redact_url(ov.store), "now": ov.now, "counts": ov.counts,
+            "store": redact_url(ov.store), "now": ov.now, "counts": ov.counts, "estimated": ov.estimated,
             "queues": [{**dataclasses.asdict(q), "total": q.total, "windows": self._windows(q)} for q in ov.queues],
             "throughput": {"since": tp.since, "until": tp.until, "bucket_ms": tp.bucket_ms,
                            "buckets": tp.buckets, "totals": tp.totals()},

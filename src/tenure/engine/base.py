@@ -465,14 +465,17 @@ class Session(abc.ABC):
 
     # -- the read model (engine/<dialect>/insights.py) -----------------------------------------
     @abc.abstractmethod
-    def insight_queue_counts(self) -> list[tuple[str, str, int]]:
-        """``(queue, state, count)`` for every queue and state that has rows."""
+    def insight_queue_counts(self, sample: float | None = None) -> list[tuple[str, str, int]]:
+        """``(queue, state, count)`` per queue and state; ``sample``: estimated from that % of pages."""
+
+    @abc.abstractmethod
+    def insight_size(self) -> tuple[int, int] | None:
+        """``(rows estimated, pages)`` of the jobs table, without reading it; None: no estimate."""
 
     @abc.abstractmethod
     def insight_queues(self) -> list[tuple]:
-        """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at,
-        updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness)``
-        per registered queue, by name."""
+        """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at, updated_at,
+        rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness)`` by name."""
 
     @abc.abstractmethod
     def insight_rate_deferred(self, now: int) -> list[tuple[str, int]]:
@@ -481,17 +484,15 @@ class Session(abc.ABC):
 
     @abc.abstractmethod
     def insight_settled_buckets(self, since: int, until: int, bucket_ms: int) -> list[tuple[int, str, int]]:
-        """``(bucket index, state, count)`` of jobs whose latest settlement happened in
-        ``[since, until)``."""
+        """``(bucket index, state, count)`` of jobs whose latest settlement was in ``[since, until)``."""
 
     @abc.abstractmethod
     def insight_workers(self, limit: int) -> list[tuple]:
         """Rows of the worker registry, most recent heartbeat first (JSON columns as text)."""
 
     @abc.abstractmethod
-    def insight_queued_kinds(self) -> list[QueuedKindRow]:
-        """Queued jobs (``state IN ('pending', 'failed')``) per queue, kind and copy-or-not, with
-        the oldest ``created_at``: one pass over the rows of the claim index, nothing else."""
+    def insight_queued_kinds(self, sample: float | None = None) -> list[QueuedKindRow]:
+        """Queued jobs per queue, kind, copy-or-not, with the oldest ``created_at`` (or a sample's)."""
 
     @abc.abstractmethod
     def insight_schema_versions(self) -> list[tuple[int, str, int]]:
@@ -596,5 +597,3 @@ class Engine(abc.ABC):
     def interrupt(self, group: Any) -> int:
         """Cut the calls of ``group`` in flight now; answers how many (default: none)."""
         return 0
-
-

@@ -61,6 +61,25 @@ FROM tenure_jobs WHERE state IN ('pending', 'failed') AND waiting_on = 0
 GROUP BY queue, kind, origin_queue IS NOT NULL
 """
 
+#: The planner's own size estimate: rows per page at the last vacuum or analyze, times the pages
+#: the table has now (no read of the table).
+SIZE = """
+SELECT CASE WHEN c.relpages > 0 AND c.reltuples >= 0 THEN c.reltuples / c.relpages END,
+  pg_relation_size(c.oid) / current_setting('block_size')::bigint
+FROM pg_class c WHERE c.oid = 'tenure_jobs'::regclass
+"""
+#: Rows per page assumed for a table never vacuumed or analyzed (a no-op job's row is ~250 bytes).
+DEFAULT_ROWS_PER_PAGE = 30
+#: The same counts from a sample of the table's pages (the same pages every time, while the table
+#: does not change: REPEATABLE), scaled by the caller; leased jobs (at most the workers' slots) are
+#: counted exactly through their partial index (tenure_jobs_leased).
+_SAMPLE = "TABLESAMPLE SYSTEM (%(sample)s) REPEATABLE (0)"
+SAMPLED_STATE_COUNTS = f"""
+SELECT queue, state, count(*) FROM tenure_jobs {_SAMPLE} WHERE state <> 'leased' GROUP BY queue, state
+"""
+LEASED_COUNTS = "SELECT queue, state, count(*) FROM tenure_jobs WHERE state = 'leased' GROUP BY queue, state"
+SAMPLED_QUEUED_KINDS = QUEUED_KINDS.replace("FROM tenure_jobs", f"FROM tenure_jobs {_SAMPLE}")
+
 SCHEMA_VERSIONS = "SELECT version, name, applied_at FROM tenure_migrations ORDER BY version"
 
 
@@ -69,9 +88,19 @@ class PostgresInsightsMixin:
 
     _conn: Any
 
-    def insight_queue_counts(self) -> list[tuple[str, str, int]]:
-        """``(queue, state, count)`` for every queue and state that has rows."""
-        return self._conn.execute(QUEUE_STATE_COUNTS).fetchall()
+    def insight_queue_counts(self, sample: float | None = None) -> list[tuple[str, str, int]]:
+        """``(queue, state, count)`` for every queue and state that has rows; with ``sample`` (a
+        percentage of the pages), leased exact and the rest estimated from that sample."""
+        if sample is None:
+            return self._conn.execute(QUEUE_STATE_COUNTS).fetchall()
+        scale = 100.0 / sample
+        rows = self._conn.execute(SAMPLED_STATE_COUNTS, {"sample": sample}).fetchall()
+        return [(q, s, round(n * scale)) for q, s, n in rows] + self._conn.execute(LEASED_COUNTS).fetchall()
+
+    def insight_size(self) -> tuple[int, int]:
+        """``(rows, pages)``: the planner's estimate of the jobs table's rows, and its pages now."""
+        per_page, pages = self._conn.execute(SIZE).fetchone()
+        return round((DEFAULT_ROWS_PER_PAGE if per_page is None else per_page) * pages), int(pages)
 
     def insight_queues(self) -> list[tuple]:
         """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at,
@@ -93,10 +122,15 @@ class PostgresInsightsMixin:
         """Rows of the worker registry, most recent heartbeat first (JSON columns as text)."""
         return self._conn.execute(WORKERS, {"limit": limit}).fetchall()
 
-    def insight_queued_kinds(self) -> list[QueuedKindRow]:
-        """Queued jobs per queue, kind and copy-or-not, with the oldest ``created_at``."""
-        return [QueuedKindRow(q, k, bool(c), int(n), int(o))
-                for q, k, c, n, o in self._conn.execute(QUEUED_KINDS).fetchall()]
+    def insight_queued_kinds(self, sample: float | None = None) -> list[QueuedKindRow]:
+        """Queued jobs per queue, kind and copy-or-not, with the oldest ``created_at``; with
+        ``sample``, estimated from that percentage of the pages (the oldest is the sample's)."""
+        if sample is None:
+            return [QueuedKindRow(q, k, bool(c), int(n), int(o))
+                    for q, k, c, n, o in self._conn.execute(QUEUED_KINDS).fetchall()]
+        scale = 100.0 / sample
+        return [QueuedKindRow(q, k, bool(c), round(n * scale), int(o))
+                for q, k, c, n, o in self._conn.execute(SAMPLED_QUEUED_KINDS, {"sample": sample}).fetchall()]
 
     def insight_schema_versions(self) -> list[tuple[int, str, int]]:
         """``(version, name, applied_at)`` of every applied migration."""

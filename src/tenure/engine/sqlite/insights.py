@@ -69,9 +69,13 @@ class SQLiteInsightsMixin:
 
     _conn: Any
 
-    def insight_queue_counts(self) -> list[tuple[str, str, int]]:
-        """``(queue, state, count)`` for every queue and state that has rows."""
+    def insight_queue_counts(self, sample: float | None = None) -> list[tuple[str, str, int]]:
+        """``(queue, state, count)`` for every queue and state that has rows (always exact)."""
         return self._conn.execute(QUEUE_STATE_COUNTS).fetchall()
+
+    def insight_size(self) -> None:
+        """No estimate without a pass over the table: the overview counts exactly."""
+        return None
 
     def insight_queues(self) -> list[tuple]:
         """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at,
@@ -93,7 +97,7 @@ class SQLiteInsightsMixin:
         """Rows of the worker registry, most recent heartbeat first (JSON columns as text)."""
         return self._conn.execute(WORKERS, {"limit": limit}).fetchall()
 
-    def insight_queued_kinds(self) -> list[QueuedKindRow]:
+    def insight_queued_kinds(self, sample: float | None = None) -> list[QueuedKindRow]:
         """Queued jobs per queue, kind and copy-or-not, with the oldest ``created_at``."""
         return [QueuedKindRow(q, k, bool(c), int(n), int(o))
                 for q, k, c, n, o in self._conn.execute(QUEUED_KINDS).fetchall()]

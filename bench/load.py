@@ -12,9 +12,11 @@ store like every other scenario.
 * ``churn``: the drain rate of ``jobs`` fresh no-op jobs (one worker at ``process_concurrency``)
   on a table that has first served ``churn_jobs`` jobs (bulk-enqueued and drained, their done rows
   retained as the default retention keeps them, their dead tuples wherever the server's vacuum
-  left them), against the same drain on a fresh schema in the same run. The target: churned /
-  fresh >= 0.8 with autovacuum at PostgreSQL's defaults, >= 0.5 with it off (the result names the
-  server's setting: the bench never changes it, it is the whole server's).
+  left them), against the same drain on a fresh schema in the same run, once before and once after
+  it (the ratio is against their mean, so a host whose load drifts during the minutes the history
+  takes does not make the ratio). The target: churned / fresh >= 0.8 with autovacuum at
+  PostgreSQL's defaults, >= 0.5 with it off (the result names the server's setting: the bench
+  never changes it, it is the whole server's).
 """
 
 from __future__ import annotations
@@ -217,7 +219,7 @@ def churn(target: Target, cfg: Config, prepared: Prepared) -> dict[str, Any]:
     """See the module docstring."""
     conc = cfg.process_concurrency
     runs: dict[str, Any] = {}
-    for label, history in (("fresh", 0), ("churned", cfg.churn_jobs)):
+    for label, history in (("fresh", 0), ("churned", cfg.churn_jobs), ("fresh_after", 0)):
         url = target.fresh_url(f"churn-{label}")
         try:
             served: dict[str, Any] = {}
@@ -236,9 +238,10 @@ def churn(target: Target, cfg: Config, prepared: Prepared) -> dict[str, Any]:
             runs[label] = run
         finally:
             target.discard(url)
-    fresh, churned = runs["fresh"], runs["churned"]
-    ok = fresh["verified"]["ok"] and churned["verified"]["ok"]
+    fresh, churned, after = runs["fresh"], runs["churned"], runs["fresh_after"]
+    fresh_rate = (fresh["jobs_per_s"] + after["jobs_per_s"]) / 2
+    ok = all(r["verified"]["ok"] for r in runs.values())
     return {"history_jobs": cfg.churn_jobs, "jobs": cfg.jobs, "concurrency": conc, "fresh": fresh,
-            "churned": churned, "churned_vs_fresh": round(churned["jobs_per_s"] / fresh["jobs_per_s"], 2)
-            if fresh["jobs_per_s"] else None,
-            "verified": {"ok": ok, "failures": fresh["verified"]["failures"] + churned["verified"]["failures"]}}
+            "churned": churned, "fresh_after": after,
+            "churned_vs_fresh": round(churned["jobs_per_s"] / fresh_rate, 2) if fresh_rate else None,
+            "verified": {"ok": ok, "failures": [f for r in runs.values() for f in r["verified"]["failures"]]}}

@@ -197,16 +197,20 @@ def table_rows(engine: str, res: dict[str, Any], rat: dict[str, Any]) -> list[Ro
                      "", ok(ll)))
     if "churn" in res:
         ch = res["churn"]
-        for label in ("fresh", "churned"):
-            r = ch[label]
+        for label in ("fresh", "churned", "fresh_after"):
+            r = ch.get(label)
+            if r is None:  # a run from before the second fresh drain
+                continue
             st = r.get("state_before_drain") or {}
-            what = "fresh table" if label == "fresh" else f"after serving {ch['history_jobs']:,} jobs"
+            what = {"fresh": "fresh table", "fresh_after": "fresh table again, after the churned one"}.get(
+                label, f"after serving {ch['history_jobs']:,} jobs")
             if st:
                 what += (f" ({st.get('live_tuples'):,} live / {st.get('dead_tuples'):,} dead tuples, "
                          f"{_fmt(st.get('table_mb'))} MB, autovacuum {st.get('autovacuum')})")
             rows.append(("9 churn", f"drain {ch['jobs']:,}, {what}", _fmt(r["jobs_per_s"], " jobs/s"), cpu(r), "",
                          ok(r)))
-        rows.append(("9 churn", "ratio churned / fresh", _fmt(ch.get("churned_vs_fresh")), "", "", ok(ch)))
+        rows.append(("9 churn", "ratio churned / mean of the fresh drains", _fmt(ch.get("churned_vs_fresh")), "",
+                     "", ok(ch)))
     if "rss" in res:
         r = res["rss"]
         rows.append(("7 memory", f"worker RSS, concurrency {r['concurrency']} (peak)",

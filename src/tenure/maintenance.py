@@ -512,7 +512,7 @@ class Maintainer:
         cfg = self._config
         due = {"heartbeat": start, "elect": start, "schedules": start,
                "expire": start + cfg.expire_interval, "delete": start + cfg.delete_interval,
-               "reap": start + cfg.reap_interval, "vacuum": start + cfg.vacuum_interval}
+               "reap": start + cfg.reap_interval, "vacuum": start}  # at once: the table may need it now
         while not stop.is_set():
             self._kick.clear()
             cfg = self._config

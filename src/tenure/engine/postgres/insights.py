@@ -39,6 +39,7 @@ WHERE state IN ('done', 'dead', 'cancelled') AND updated_at >= %(since)s::bigint
 GROUP BY b, state
 """
 
+#: Failures waiting for their retry, by the minute they failed: through tenure_jobs_failed (0020).
 FAILED_BUCKETS = """
 SELECT ((updated_at - %(since)s::bigint) / %(bucket)s::bigint)::bigint AS b, 'failed'::text, count(*)::bigint
 FROM tenure_jobs

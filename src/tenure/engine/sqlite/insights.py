@@ -40,6 +40,7 @@ GROUP BY b, state
 """
 
 #: Jobs now waiting for a retry (state failed) whose failure falls in the window, per bucket.
+#: Failures waiting for their retry, by the minute they failed: through tenure_jobs_failed (0020).
 FAILED_BUCKETS = """
 SELECT (updated_at - :since) / :bucket AS b, 'failed', count(*) FROM tenure_jobs
 WHERE state = 'failed' AND updated_at >= :since AND updated_at < :until

@@ -1,8 +1,8 @@
 """Fixtures for the CLI tests: the REAL console script, run as a subprocess against both engines.
 
-``cli_url`` is the shared ``engine_url`` fixture (a fresh SQLite file, or the emptied PostgreSQL
-test database from ``$TENURE_TEST_PG_URL``). ``tenure`` runs the installed ``tenure`` entry point
-(the one next to this interpreter, so a pyenv shim is not in the way) with a clean environment.
+``cli`` runs against the root ``engine_url`` fixture (a fresh SQLite file, or the session's
+emptied PostgreSQL database). ``tenure`` runs the installed ``tenure`` entry point (the one next to
+this interpreter, so a pyenv shim is not in the way) with a clean environment.
 """
 
 from __future__ import annotations
@@ -63,13 +63,8 @@ class CLI:
 
 
 @pytest.fixture
-def cli_url(engine_url) -> str:
-    return engine_url
-
-
-@pytest.fixture
-def cli(cli_url, tmp_path) -> CLI:
-    return CLI(cli_url, tmp_path)
+def cli(engine_url, tmp_path) -> CLI:
+    return CLI(engine_url, tmp_path)
 
 
 def needs_queue_registry() -> None:

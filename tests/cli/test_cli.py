@@ -19,7 +19,7 @@ def _store(url: str):
     return tenure.connect(url)
 
 
-def test_enqueue_list_show_cancel_requeue(cli, cli_url):
+def test_enqueue_list_show_cancel_requeue(cli, engine_url):
     one = cli("enqueue", "email.send", "--payload", '{"to": "ops@example.com"}', "--queue", "emails",
               "--priority", "5", "--json").json()["id"]
     two = cli("enqueue", "email.send", "--payload", "[1, 2]", "--id", "fixed-id-1").out.strip()
@@ -57,7 +57,7 @@ def test_paging_idempotent_ids_and_human_messages(cli):
     assert "already pending" in cli("jobs", "requeue", "fixed-id-1").out
 
 
-def test_bulk_enqueue_from_file(cli, cli_url, tmp_path):
+def test_bulk_enqueue_from_file(cli, engine_url, tmp_path):
     path = tmp_path / "jobs.jsonl"
     lines = [json.dumps({"kind": "img.resize", "payload": {"n": i}, "queue": "images" if i % 2 else "default",
                          "priority": i % 3}) for i in range(2500)]
@@ -65,7 +65,7 @@ def test_bulk_enqueue_from_file(cli, cli_url, tmp_path):
     path.write_text("\n".join(lines) + "\n")
     res = cli("enqueue", "--from-file", str(path), "--batch-size", "1000", "--json")
     assert res.json() == {"enqueued": 2500, "lines": 2500}
-    store = _store(cli_url)
+    store = _store(engine_url)
     try:
         assert store.jobs.counts()["pending"] == 2500
         assert store.jobs.page(queue="images", limit=2000).items.__len__() == 1250
@@ -78,15 +78,15 @@ def test_bulk_enqueue_from_file(cli, cli_url, tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"kind": "a"}\n{"kind": "b", "payload": }\n')
     bad = cli("enqueue", "--from-file", str(tmp_path / "bad.jsonl"), expect=2)
     assert "line 2" in bad.err and len(bad.err.strip().splitlines()) == 1
-    store = _store(cli_url)
+    store = _store(engine_url)
     try:
         assert store.jobs.counts()["pending"] == 2502
     finally:
         store.close()
 
 
-def test_stats_queues_sweep_and_migrate(cli, cli_url):
-    store = _store(cli_url)
+def test_stats_queues_sweep_and_migrate(cli, engine_url):
+    store = _store(engine_url)
     try:
         ids = store.jobs.enqueue_many([{"kind": "k", "queue": "q1"}, {"kind": "k", "queue": "q1"},
                                        {"kind": "k", "queue": "q2"}])
@@ -103,7 +103,7 @@ def test_stats_queues_sweep_and_migrate(cli, cli_url):
     watch = cli("stats", "--watch", "--interval", "0.1", "--iterations", "2", "--json")
     docs = [json.loads(line) for line in watch.out.splitlines() if line.strip()]
     assert len(docs) == 2 and all(d["counts"]["done"] == 1 for d in docs)
-    sqlite = cli_url.startswith("sqlite")  # engine-independent output checks run once
+    sqlite = engine_url.startswith("sqlite")  # engine-independent output checks run once
     if sqlite:
         human = cli("stats")
         assert "q1" in human.out and "workers alive" in human.out
@@ -143,8 +143,8 @@ def _future_schema(store, add: bool) -> None:
             conn.execute(sql)
 
 
-def test_migrate_check_refuses_a_newer_schema(cli, cli_url):
-    store = _store(cli_url)
+def test_migrate_check_refuses_a_newer_schema(cli, engine_url):
+    store = _store(engine_url)
     store.jobs  # noqa: B018 - migrate
     store.close()
     _future_schema(store, True)
@@ -173,12 +173,12 @@ def test_migrate_check_reports_pending_migrations_without_applying(cli, tmp_path
     cli("migrate", "--check", url=fresh, expect=0)
 
 
-def test_errors_are_one_line_with_codes_and_no_secret(cli, cli_url):
+def test_errors_are_one_line_with_codes_and_no_secret(cli, engine_url):
     store_cases = [
         (("jobs", "show", "no-such-job"), 1, "no job"),
         (("jobs", "requeue", "no-such-job"), 1, "[TN2065]"),
     ]
-    cases = store_cases if not cli_url.startswith("sqlite") else store_cases + [
+    cases = store_cases if not engine_url.startswith("sqlite") else store_cases + [
         (("enqueue", "k", "--payload", "{not json"), 2, "--payload"),
         (("enqueue",), 2, "KIND"),
         (("jobs", "list", "--state", "bogus"), 2, "bogus"),
@@ -234,7 +234,7 @@ def test_demo_output_is_a_summary_without_the_deliberate_failures_tracebacks(cli
 
 
 @pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
-def test_dashboard_command_serves_with_a_token(cli, cli_url):
+def test_dashboard_command_serves_with_a_token(cli, engine_url):
     """``tenure dashboard`` as a real process: healthz open, everything else behind the token from
     $TENURE_DASHBOARD_TOKEN, the token never printed; SIGTERM stops it."""
     import signal
@@ -248,7 +248,7 @@ def test_dashboard_command_serves_with_a_token(cli, cli_url):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     token = "dash-token-for-tests"
-    proc = subprocess.Popen([cli.bin, "dashboard", "--url", cli_url, "--port", str(port)], cwd=cli.cwd,
+    proc = subprocess.Popen([cli.bin, "dashboard", "--url", engine_url, "--port", str(port)], cwd=cli.cwd,
                             env={**cli.env, "TENURE_DASHBOARD_TOKEN": token}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:

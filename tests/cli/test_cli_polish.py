@@ -42,13 +42,13 @@ def test_migrate_check_on_a_new_file_says_migrations_pending(cli, tmp_path):
     assert cli("migrate", "--check", "--json", url=f"sqlite:///{db}").json()["current"] is True
 
 
-def test_maintain_without_once_runs_until_a_signal(cli, cli_url):
-    store = tenure.connect(cli_url)
+def test_maintain_without_once_runs_until_a_signal(cli, engine_url):
+    store = tenure.connect(engine_url)
     try:
         job = store.jobs.enqueue("k", {}, delete_after=0)  # deleted by maintenance once settled
         claim = store.jobs.claim(["k"], owner="t")
         store.jobs.complete(claim.lease, None)
-        proc = subprocess.Popen([cli.bin, "maintain", "--url", cli_url, "--interval", "0.1", "--json"],
+        proc = subprocess.Popen([cli.bin, "maintain", "--url", engine_url, "--interval", "0.1", "--json"],
                                 cwd=cli.cwd, env=cli.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 60
@@ -73,10 +73,10 @@ def test_maintain_once_still_prints_one_pass(cli, flag):
     assert "passes" not in data and "deleted" in data
 
 
-def test_schedules_run_enqueues_the_job_now(cli, cli_url):
+def test_schedules_run_enqueues_the_job_now(cli, engine_url):
     cli("schedules", "add", "nightly", "0 3 * * *", "reports.build", "--payload", '{"to": "ops"}', "--queue", "reports")
     job_id = cli("schedules", "run", "nightly").out.strip()
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         job = store.jobs.get(job_id)
         assert (job.kind, job.payload, job.queue, job.state) == ("reports.build", {"to": "ops"}, "reports", "pending")

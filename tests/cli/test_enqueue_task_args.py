@@ -30,20 +30,20 @@ def send_later(to: str, at: datetime) -> str:
 
 
 @pytest.fixture
-def app_cli(cli, cli_url):
+def app_cli(cli, engine_url):
     (cli.cwd / "mailapp.py").write_text(APP_MODULE, encoding="utf-8")
-    cli.env["APP_URL"] = cli_url
+    cli.env["APP_URL"] = engine_url
     return cli
 
 
-def test_a_plain_object_is_checked_and_stored_as_keyword_arguments(app_cli, cli_url):
+def test_a_plain_object_is_checked_and_stored_as_keyword_arguments(app_cli, engine_url):
     import tenure
     from tenure.app import App
 
     plain = app_cli("enqueue", "mail.send", "--app", "mailapp:app", "--payload", '{"to": "a@b"}', "--json")
     envelope = app_cli("enqueue", "mail.send", "--app", "mailapp:app", "--payload", '{"args": ["c@d", "hi"]}')
     unchecked = app_cli("enqueue", "mail.send", "--payload", '{"to": "e@f", "subject": "yo"}')  # no --app
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         ids = [plain.json()["id"], envelope.out.strip(), unchecked.out.strip()]
         assert store.jobs.get(ids[0]).payload == {"args": [], "kwargs": {"to": "a@b"}}

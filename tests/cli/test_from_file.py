@@ -61,16 +61,16 @@ def _write(path, lines: list[object]) -> None:
 
 
 @pytest.fixture
-def poisoned(cli_url):
+def poisoned(engine_url):
     """A database trigger that refuses any row of kind ``poison``: a write-time failure that no
     argument check can see, raised by the real database on both engines."""
-    _counts(cli_url)  # creates the tables
-    _run_sql(cli_url, POISON_SQL[_dialect(cli_url)])
+    _counts(engine_url)  # creates the tables
+    _run_sql(engine_url, POISON_SQL[_dialect(engine_url)])
     yield
-    _run_sql(cli_url, UNPOISON_SQL[_dialect(cli_url)])
+    _run_sql(engine_url, UNPOISON_SQL[_dialect(engine_url)])
 
 
-def test_a_write_failure_rolls_back_the_whole_file_and_names_its_line(cli, cli_url, tmp_path, poisoned):
+def test_a_write_failure_rolls_back_the_whole_file_and_names_its_line(cli, engine_url, tmp_path, poisoned):
     path = tmp_path / "jobs.jsonl"
     lines = [{"kind": "k", "id": f"j{i}", "payload": {"i": i}} for i in range(1, 5)]
     lines.insert(2, "")  # line 3 is blank: lines, not jobs, are counted
@@ -79,14 +79,14 @@ def test_a_write_failure_rolls_back_the_whole_file_and_names_its_line(cli, cli_u
     res = cli("enqueue", "--from-file", str(path), "--batch-size", "2", expect=1)
     assert "line 6" in res.err and "poisoned row" in res.err, res.err
     assert len(res.err.strip().splitlines()) == 1
-    assert sum(_counts(cli_url).values()) == 0  # the two batches before it were rolled back too
+    assert sum(_counts(engine_url).values()) == 0  # the two batches before it were rolled back too
 
     # The file fixed, the same command loads it once; a rerun duplicates nothing (idempotent ids).
     lines[5] = {"kind": "k", "id": "fixed"}
     _write(path, lines)
     assert cli("enqueue", "--from-file", str(path), "--batch-size", "2", "--json").json()["enqueued"] == 6
     cli("enqueue", "--from-file", str(path), "--batch-size", "2", "--json")
-    assert _counts(cli_url)["pending"] == 6
+    assert _counts(engine_url)["pending"] == 6
 
 
 @pytest.mark.parametrize(
@@ -114,17 +114,17 @@ def test_a_write_failure_rolls_back_the_whole_file_and_names_its_line(cli, cli_u
         "array",
     ],
 )
-def test_a_bad_line_refuses_the_file_naming_its_line(cli, cli_url, tmp_path, bad, field):
+def test_a_bad_line_refuses_the_file_naming_its_line(cli, engine_url, tmp_path, bad, field):
     """Checked before anything is written, with the same validation as the API, on both engines."""
     path = tmp_path / "jobs.jsonl"
     _write(path, [{"kind": "k"}, {"kind": "k"}, "", {"kind": "k"}, bad, {"kind": "k"}])
     res = cli("enqueue", "--from-file", str(path), "--batch-size", "1", expect=2)
     assert "line 5" in res.err and field in res.err, res.err
     assert len(res.err.strip().splitlines()) == 1
-    assert sum(_counts(cli_url).values()) == 0
+    assert sum(_counts(engine_url).values()) == 0
 
 
-def test_queue_options_on_a_line(cli, cli_url, tmp_path):
+def test_queue_options_on_a_line(cli, engine_url, tmp_path):
     """A line may carry the job options ``enqueue`` takes (docs/queues.md), tags and meta,
     validated alike."""
     path = tmp_path / "jobs.jsonl"
@@ -136,8 +136,8 @@ def test_queue_options_on_a_line(cli, cli_url, tmp_path):
     _write(path, [{"kind": "k", "id": "b", "debounce": 0}])
     res = cli("enqueue", "--from-file", str(path), expect=2)
     assert "line 1" in res.err and "debounce" in res.err
-    assert _counts(cli_url)["pending"] == 1
-    store = tenure.connect(cli_url)
+    assert _counts(engine_url)["pending"] == 1
+    store = tenure.connect(engine_url)
     try:
         job = store.jobs.get("a")
         assert (job.tags, job.meta) == (["t1"], {"m": 1})

@@ -27,11 +27,11 @@ def project(tmp_path):
 
 
 @pytest.mark.parametrize("processes", ["1", "2"])
-def test_worker_include_registers_the_module_tasks(cli, cli_url, project, processes):
-    store = tenure.connect(cli_url)
+def test_worker_include_registers_the_module_tasks(cli, engine_url, project, processes):
+    store = tenure.connect(engine_url)
     try:
         job = store.jobs.enqueue("incl.square", {"args": [9], "kwargs": {}})
-        proc = subprocess.Popen([cli.bin, "worker", "inclapp:app", "--include", "incltasks", "--url", cli_url,
+        proc = subprocess.Popen([cli.bin, "worker", "inclapp:app", "--include", "incltasks", "--url", engine_url,
                                  "--processes", processes],
                                 cwd=project, env=cli.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import tenure
 
 
-def test_queues_create_update_and_show_rate_limits(cli, cli_url):
+def test_queues_create_update_and_show_rate_limits(cli, engine_url):
     made = cli("queues", "create", "api", "--rate-limit", "100/s", "--group-rate-limit", "5/min",
                "--fairness", "round_robin", "--policy", "strict_fifo", "--json").json()
     assert made["record"]["rate_limit"] == "100/s" and made["record"]["policy"] == "strict_fifo"
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         q = store.queues.get("api")
         assert (q.rate_limit, q.group_rate_limit, q.fairness) == ("100/s", "5/min", "round_robin")

@@ -28,8 +28,8 @@ UNREACHABLE = (
 )
 
 
-def test_stats_and_migrate_check_show_the_store_redacted(cli, cli_url):
-    for url in secret_urls(cli_url):
+def test_stats_and_migrate_check_show_the_store_redacted(cli, engine_url):
+    for url in secret_urls(engine_url):
         for args in (("stats", "--json"), ("migrate", "--check", "--json")):
             res = cli(*args, url=url)
             assert_clean(res.out + res.err)

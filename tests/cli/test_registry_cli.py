@@ -11,12 +11,12 @@ import tenure
 from .conftest import needs_queue_registry
 
 
-def test_queues_create_pause_resume_and_redrive(cli, cli_url):
+def test_queues_create_pause_resume_and_redrive(cli, engine_url):
     needs_queue_registry()
     created = cli("queues", "create", "mail", "--max-attempts", "1", "--retry-delay", "30s",
                   "--concurrency-limit", "2", "--dead-letter", "mail-dlq", "--json").json()
     assert created["queue"] == "mail" and created["defaults"]["retry_delay"] == 30.0
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         q = store.queues.get("mail")
         assert (q.max_attempts, q.concurrency_limit, q.dead_letter) == (1, 2, "mail-dlq")
@@ -31,13 +31,13 @@ def test_queues_create_pause_resume_and_redrive(cli, cli_url):
     listed = {q["name"]: q for q in cli("queues", "list", "--json").json()}
     assert listed["mail"]["paused"] is True and listed["mail"]["counts"]["dead"] == 1
     assert listed["mail"]["concurrency_limit"] == 2 and listed["mail-dlq"]["counts"]["pending"] == 1
-    sqlite = cli_url.startswith("sqlite")  # engine-independent output checks run once
+    sqlite = engine_url.startswith("sqlite")  # engine-independent output checks run once
     if sqlite:
         assert "yes" in next(line for line in cli("queues", "list").out.splitlines() if line.startswith("mail "))
     assert cli("queues", "resume", "mail", "--json").json() == {"queue": "mail", "paused": False}
 
     assert cli("jobs", "redrive", "mail-dlq", "--json").json() == {"queue": "mail-dlq", "redriven": 1}
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         assert not store.queues.get("mail").paused
         assert store.jobs.page(queue="mail", state="pending").items
@@ -51,14 +51,14 @@ def test_queues_create_pause_resume_and_redrive(cli, cli_url):
         assert "nonsense" in res.err
 
 
-def test_schedules_add_list_remove_and_one_maintenance_pass(cli, cli_url):
+def test_schedules_add_list_remove_and_one_maintenance_pass(cli, engine_url):
     added = cli("schedules", "add", "nightly", "0 3 * * *", "reports.build", "--payload", '{"week": 1}',
                 "--tz", "Europe/Paris", "--queue", "reports", "--json").json()
     assert added["name"] == "nightly" and added["tz"] == "Europe/Paris" and added["next_fire_at"] > 0
     listed = cli("schedules", "list", "--json").json()
     assert [(s["name"], s["cron"], s["kind"], s["payload"]) for s in listed] == \
         [("nightly", "0 3 * * *", "reports.build", {"week": 1})]
-    sqlite = cli_url.startswith("sqlite")  # engine-independent output checks run once
+    sqlite = engine_url.startswith("sqlite")  # engine-independent output checks run once
     if sqlite:
         assert "nightly" in cli("schedules", "list").out
     bad = cli("schedules", "add", "broken", "61 * * * *", "k", expect=2)
@@ -81,7 +81,7 @@ def test_schedules_add_list_remove_and_one_maintenance_pass(cli, cli_url):
         assert cli("schedules", "list", "--json").json() == []
 
 
-def test_runs_show_a_live_workflow_run(cli, cli_url):
+def test_runs_show_a_live_workflow_run(cli, engine_url):
     from tenure.flow import Flow, Runner
 
     gate, started = threading.Event(), threading.Event()
@@ -98,7 +98,7 @@ def test_runs_show_a_live_workflow_run(cli, cli_url):
     flow.node("fetch")
     flow.node("transform", needs=["fetch"])
     flow.node("publish", needs=["transform"])
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     runner = Runner(store, [flow], poll_interval=0.05).start()
     try:
         store.jobs.enqueue("cli-report", {"input": {"week": 9}}, id="run-9")
@@ -107,7 +107,7 @@ def test_runs_show_a_live_workflow_run(cli, cli_url):
         assert [(n["id"], n["status"]) for n in view["nodes"]] == \
             [("fetch", "done"), ("transform", "running"), ("publish", "pending")]
         assert view["nodes"][0]["value"] == {"rows": 3} and view["identity"]["revision"] == "2"
-        if cli_url.startswith("sqlite"):
+        if engine_url.startswith("sqlite"):
             human = cli("runs", "show", "run-9").out
             assert "transform" in human and "running" in human and '{"rows": 3}' in human
             assert "no job" in cli("runs", "show", "nope", expect=1).err

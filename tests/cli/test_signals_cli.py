@@ -8,8 +8,8 @@ import time
 import tenure
 
 
-def test_signals_send_wakes_a_waiting_job_and_pending_counts_the_rest(cli, cli_url):
-    store = tenure.connect(cli_url)
+def test_signals_send_wakes_a_waiting_job_and_pending_counts_the_rest(cli, engine_url):
+    store = tenure.connect(engine_url)
 
     def handler(payload, ctx):
         return ctx.wait_for_signal("deploy:42", timeout=3600)

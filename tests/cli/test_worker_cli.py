@@ -47,16 +47,16 @@ def _scrape(port: int) -> dict:
             for fam in text_string_to_metric_families(text) for s in fam.samples}
 
 
-def test_worker_serves_metrics_and_stops_on_sigterm(cli, cli_url, tmp_path):
+def test_worker_serves_metrics_and_stops_on_sigterm(cli, engine_url, tmp_path):
     (tmp_path / "opsapp.py").write_text(APP)
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         store.jobs.enqueue_many([{"kind": "cli.double", "payload": {"args": [i], "kwargs": {}}} for i in range(6)]
                                 + [{"kind": "cli.boom", "payload": {"args": [], "kwargs": {}}, "max_attempts": 1}])
     finally:
         store.close()
     port = _free_port()
-    proc = subprocess.Popen([cli.bin, "worker", "opsapp:app", "--url", cli_url, "--concurrency", "2",
+    proc = subprocess.Popen([cli.bin, "worker", "opsapp:app", "--url", engine_url, "--concurrency", "2",
                              "--metrics-port", str(port)], cwd=tmp_path, env=cli.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -95,7 +95,7 @@ def test_worker_serves_metrics_and_stops_on_sigterm(cli, cli_url, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         assert store.jobs.counts()["done"] == 6
         done = store.jobs.page(state="done", limit=10).items
@@ -113,17 +113,17 @@ def test_worker_rejects_a_bad_app_in_one_line(cli):
 
 
 @pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
-def test_worker_processes_under_the_supervisor(cli, cli_url, tmp_path):
+def test_worker_processes_under_the_supervisor(cli, engine_url, tmp_path):
     """``--processes 2``: children work the jobs; the parent's --metrics-port serves the store's
     gauges (the children's counters are theirs); SIGTERM stops everything with status 0."""
     (tmp_path / "opsapp.py").write_text(APP)
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         store.jobs.enqueue_many([{"kind": "cli.double", "payload": {"args": [i], "kwargs": {}}} for i in range(8)])
     finally:
         store.close()
     port = _free_port()
-    proc = subprocess.Popen([cli.bin, "worker", "opsapp:app", "--url", cli_url, "--processes", "2",
+    proc = subprocess.Popen([cli.bin, "worker", "opsapp:app", "--url", engine_url, "--processes", "2",
                              "--concurrency", "2", "--metrics-port", str(port)], cwd=tmp_path, env=cli.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -156,14 +156,14 @@ LEASE_APP = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("processes", [1, 2])
-def test_worker_lease_option_sets_the_lease_of_every_claim(cli, cli_url, tmp_path, processes):
+def test_worker_lease_option_sets_the_lease_of_every_claim(cli, engine_url, tmp_path, processes):
     """``tenure worker --lease 7s``: the kill -9 recovery time is the operator's choice,
     in one process and under the supervisor; a lease under a second is refused in one line."""
     (tmp_path / "leaseapp.py").write_text(LEASE_APP)
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         store.jobs.enqueue_many([{"kind": "cli.lease", "payload": {"args": [], "kwargs": {}}} for _ in range(4)])
-        proc = subprocess.Popen([cli.bin, "worker", "leaseapp:app", "--url", cli_url, "--lease", "7s",
+        proc = subprocess.Popen([cli.bin, "worker", "leaseapp:app", "--url", engine_url, "--lease", "7s",
                                  "--processes", str(processes)], cwd=tmp_path, env=cli.env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:

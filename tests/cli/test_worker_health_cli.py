@@ -47,33 +47,33 @@ def _job(url: str, job_id: str):
         store.close()
 
 
-def test_an_unhealthy_worker_exits_75(cli, cli_url, tmp_path):
+def test_an_unhealthy_worker_exits_75(cli, engine_url, tmp_path):
     """One slot, one job that hangs past its timeout: the worker stops and exits 75 with TN2090,
     within seconds (its zombie grace is --stop-grace)."""
     (tmp_path / "zapp.py").write_text(APP)
-    (bad,) = _enqueue(cli_url, {**HANG, "max_attempts": 1})
+    (bad,) = _enqueue(engine_url, {**HANG, "max_attempts": 1})
     t0 = time.monotonic()
     res = cli("worker", "zapp:app", "--concurrency", "1", "--stop-grace", "0.2", expect=None, timeout=60)
     assert res.code == 75, res
     assert "TN2090" in res.err and "Traceback" not in res.err
     assert time.monotonic() - t0 < 30
-    job = _job(cli_url, bad)
+    job = _job(engine_url, bad)
     assert (job.state, job.last_error) == ("dead", "job timed out")
 
 
-def test_the_supervisor_replaces_an_unhealthy_child(cli, cli_url, tmp_path):
+def test_the_supervisor_replaces_an_unhealthy_child(cli, engine_url, tmp_path):
     """``--processes 1 --max-jobs-per-process`` runs one child under the supervisor: each attempt
     of the hanging job makes the child unhealthy; it exits 75 and a fresh child takes its place, so
     jobs enqueued afterwards are still worked. SIGTERM then stops everything with status 0."""
     (tmp_path / "zapp.py").write_text(APP)
-    (bad,) = _enqueue(cli_url, {**HANG, "max_attempts": 2})
+    (bad,) = _enqueue(engine_url, {**HANG, "max_attempts": 2})
     proc = subprocess.Popen(
         [
             cli.bin,
             "worker",
             "zapp:app",
             "--url",
-            cli_url,
+            engine_url,
             "--processes",
             "1",
             "--max-jobs-per-process",
@@ -91,14 +91,14 @@ def test_the_supervisor_replaces_an_unhealthy_child(cli, cli_url, tmp_path):
     )
     try:
         deadline = time.monotonic() + 60
-        while _job(cli_url, bad).state != "dead":
+        while _job(engine_url, bad).state != "dead":
             assert time.monotonic() < deadline, "the hanging job never died"
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.1)
         ids = _enqueue(
-            cli_url, *[{"kind": "zapp.ok", "payload": {"args": [i], "kwargs": {}}} for i in range(3)]
+            engine_url, *[{"kind": "zapp.ok", "payload": {"args": [i], "kwargs": {}}} for i in range(3)]
         )
-        while not all(_job(cli_url, i).state == "done" for i in ids):
+        while not all(_job(engine_url, i).state == "done" for i in ids):
             assert time.monotonic() < deadline, "no replacement child worked the healthy jobs"
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.1)
@@ -111,4 +111,4 @@ def test_the_supervisor_replaces_an_unhealthy_child(cli, cli_url, tmp_path):
     assert proc.returncode == 0, err
     assert err.count("exited with status 75 (unhealthy: zombie slots)") == 2, err
     assert "TN2090" in err
-    assert [_job(cli_url, i).result for i in ids] == [0, 1, 2]
+    assert [_job(engine_url, i).result for i in ids] == [0, 1, 2]

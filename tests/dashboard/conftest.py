@@ -63,11 +63,6 @@ def serve():
         s.stop()
 
 
-@pytest.fixture
-def store_url(engine_url) -> str:
-    return engine_url
-
-
 def chromium_or_skip() -> str:
     """Debian's chromium, or a loud skip (a failure under CI: the browser tests must run there)."""
     if os.path.exists(CHROMIUM):

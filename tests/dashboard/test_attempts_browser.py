@@ -27,8 +27,8 @@ def _fail_three_ways(store) -> str:
     return job_id
 
 
-def test_attempt_history_and_cancel_requested_in_chromium(store_url, serve, browser):
-    store = tenure.connect(store_url)
+def test_attempt_history_and_cancel_requested_in_chromium(engine_url, serve, browser):
+    store = tenure.connect(engine_url)
     dead = _fail_three_ways(store)
     running = store.jobs.enqueue("video.encode", {"id": 1})
     store.jobs.claim(["video.encode"], owner="encoder:1")

@@ -75,18 +75,18 @@ def _workflow(gate, started):
 
 
 @pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
-def test_operator_flow_in_chromium(store_url, serve, browser):
+def test_operator_flow_in_chromium(engine_url, serve, browser):
     import threading
 
     from tenure.flow import Runner
 
-    ids = _seed(store_url)
-    store = tenure.connect(store_url)
+    ids = _seed(engine_url)
+    store = tenure.connect(engine_url)
     store.schedules.add("nightly-report", "0 3 * * *", "weekly-report", {"input": {"week": "auto"}},
                         tz="Europe/Paris", queue="reports")
     store.schedules.add("heartbeat", "*/5 * * * *", "ops.ping")
     gate, started = threading.Event(), threading.Event()
-    run_store = tenure.connect(store_url)  # the runner's own store, like another process's
+    run_store = tenure.connect(engine_url)  # the runner's own store, like another process's
     runner = Runner(run_store, [_workflow(gate, started)], poll_interval=0.05, concurrency=2).start()
     store.jobs.enqueue("weekly-report", {"input": {"week": 47}}, id="run-week-47", queue="reports")
     assert started.wait(20)

@@ -12,8 +12,8 @@ from tenure.dashboard import create_app
 from .test_http import _csrf
 
 
-def test_job_page_shows_the_composition_and_acts_on_all_of_it(store_url, serve):
-    store = tenure.connect(store_url)
+def test_job_page_shows_the_composition_and_acts_on_all_of_it(engine_url, serve):
+    store = tenure.connect(engine_url)
     try:
         store.jobs.enqueue_many([{"kind": "a", "id": "a"}, {"kind": "b", "id": "b", "depends_on": ["a"]},
                                  {"kind": "c", "id": "c", "depends_on": ["a", "b"]}])

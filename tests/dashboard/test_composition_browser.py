@@ -10,8 +10,8 @@ from tenure.dashboard import create_app
 from .conftest import SHOTS
 
 
-def test_composition_on_the_job_page_in_chromium(store_url, serve, browser):
-    store = tenure.connect(store_url)
+def test_composition_on_the_job_page_in_chromium(engine_url, serve, browser):
+    store = tenure.connect(engine_url)
     jobs = store.jobs
     jobs.enqueue_many([{"kind": "fetch", "id": "fetch-1", "max_attempts": 1}, {"kind": "fetch", "id": "fetch-2"},
                        {"kind": "merge", "id": "merge", "depends_on": ["fetch-1", "fetch-2"]},

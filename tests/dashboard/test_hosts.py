@@ -20,8 +20,8 @@ EVIL = "rebind.attacker.test"
 
 
 @pytest.fixture
-def store(store_url):
-    s = tenure.connect(store_url)
+def store(engine_url):
+    s = tenure.connect(engine_url)
     s.jobs  # noqa: B018
     yield s
     s.close()
@@ -206,7 +206,7 @@ def test_mount_dashboard_passes_its_allowed_hosts(store, serve):
 
 
 @pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
-def test_the_cli_takes_allowed_hosts(store_url, tmp_path):
+def test_the_cli_takes_allowed_hosts(engine_url, tmp_path):
     """``tenure dashboard --allowed-host NAME`` as a real process; a bad name exits 2."""
     import os
     import signal
@@ -217,7 +217,7 @@ def test_the_cli_takes_allowed_hosts(store_url, tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENURE_")}
     bad = subprocess.run(
-        [tenure_bin(), "dashboard", "--url", store_url, "--allowed-host", "https://x.example"],
+        [tenure_bin(), "dashboard", "--url", engine_url, "--allowed-host", "https://x.example"],
         env=env,
         capture_output=True,
         text=True,
@@ -232,7 +232,7 @@ def test_the_cli_takes_allowed_hosts(store_url, tmp_path):
             tenure_bin(),
             "dashboard",
             "--url",
-            store_url,
+            engine_url,
             "--port",
             str(port),
             "--allowed-host",

@@ -32,8 +32,8 @@ def _csrf(client: httpx.Client, base: str, path: str = "/") -> str:
 
 
 @pytest.fixture
-def store(store_url):
-    s = tenure.connect(store_url)
+def store(engine_url):
+    s = tenure.connect(engine_url)
     s.jobs  # noqa: B018
     yield s
     s.close()

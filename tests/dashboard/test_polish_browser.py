@@ -20,8 +20,8 @@ def _page(browser, **ctx_options):
     return ctx, page, errors
 
 
-def test_unknown_job_and_run_ids_are_not_found_not_offline(store_url, serve, browser):
-    store = tenure.connect(store_url)
+def test_unknown_job_and_run_ids_are_not_found_not_offline(engine_url, serve, browser):
+    store = tenure.connect(engine_url)
     srv = serve(create_app(store, poll_ms=250))
     ctx, page, errors = _page(browser, viewport={"width": 1200, "height": 800})
     try:
@@ -40,8 +40,8 @@ def test_unknown_job_and_run_ids_are_not_found_not_offline(store_url, serve, bro
         store.close()
 
 
-def test_a_long_error_keeps_its_row_short(store_url, serve, browser):
-    store = tenure.connect(store_url)
+def test_a_long_error_keeps_its_row_short(engine_url, serve, browser):
+    store = tenure.connect(engine_url)
     short = store.jobs.enqueue("short.err", {}, max_attempts=1)
     long = store.jobs.enqueue("long.err", {}, max_attempts=1)
     for kind, message in (("short.err", "boom"), ("long.err", "Traceback line; " * 200)):
@@ -62,8 +62,8 @@ def test_a_long_error_keeps_its_row_short(store_url, serve, browser):
         store.close()
 
 
-def test_the_header_fits_a_phone(store_url, serve, browser):
-    store = tenure.connect(store_url)
+def test_the_header_fits_a_phone(engine_url, serve, browser):
+    store = tenure.connect(engine_url)
     srv = serve(create_app(store, poll_ms=500))
     ctx, page, errors = _page(browser, viewport={"width": 375, "height": 740}, is_mobile=True)
     try:
@@ -90,8 +90,8 @@ def test_the_header_fits_a_phone(store_url, serve, browser):
         store.close()
 
 
-def test_schedules_run_now_pause_resume_and_remove(store_url, serve, browser):
-    store = tenure.connect(store_url)
+def test_schedules_run_now_pause_resume_and_remove(engine_url, serve, browser):
+    store = tenure.connect(engine_url)
     store.schedules.add("nightly", "0 3 * * *", "reports.build", {"to": "ops"}, queue="reports")
     store.schedules.add("hourly", "0 * * * *", "stats.roll")
     srv = serve(create_app(store, poll_ms=300))
@@ -122,10 +122,10 @@ def test_schedules_run_now_pause_resume_and_remove(store_url, serve, browser):
         store.close()
 
 
-def test_schedule_actions_are_refused_read_only_and_for_unknown_names(store_url, serve):
+def test_schedule_actions_are_refused_read_only_and_for_unknown_names(engine_url, serve):
     import httpx
 
-    store = tenure.connect(store_url)
+    store = tenure.connect(engine_url)
     store.schedules.add("nightly", "0 3 * * *", "reports.build")
     try:
         ro = serve(create_app(store, read_only=True))

@@ -21,8 +21,8 @@ TRICKY = "ops/pause"
 
 
 @pytest.fixture
-def store(store_url):
-    s = tenure.connect(store_url)
+def store(engine_url):
+    s = tenure.connect(engine_url)
     s.jobs  # noqa: B018
     yield s
     s.close()

@@ -48,12 +48,12 @@ ATTACK = """async (job) => {
 
 
 @pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
-def test_a_rebound_host_name_is_refused_in_chromium(store_url, serve):
+def test_a_rebound_host_name_is_refused_in_chromium(engine_url, serve):
     needs_queue_registry()
     path = chromium_or_skip()
     from playwright.sync_api import sync_playwright
 
-    store = tenure.connect(store_url)
+    store = tenure.connect(engine_url)
     job = store.jobs.enqueue("charge", {"card": CARD}, queue="payments")
     srv = serve(create_app(store))
     named = serve(create_app(store, allowed_hosts=[OURS]))

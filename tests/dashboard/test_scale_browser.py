@@ -12,8 +12,8 @@ from tenure.dashboard import create_app
 from .conftest import SHOTS
 
 
-def test_bulk_cancel_asks_in_a_dialog_in_chromium(store_url, serve, browser):
-    store = tenure.connect(store_url)
+def test_bulk_cancel_asks_in_a_dialog_in_chromium(engine_url, serve, browser):
+    store = tenure.connect(engine_url)
     tagged = [store.jobs.enqueue("report.build", {"n": n}, tags=["nightly"]) for n in range(3)]
     other = store.jobs.enqueue("report.build", {"n": 9})
     srv = serve(create_app(store, poll_ms=500))
@@ -50,8 +50,8 @@ def test_bulk_cancel_asks_in_a_dialog_in_chromium(store_url, serve, browser):
         store.close()
 
 
-def test_job_page_shows_progress_live_in_chromium(store_url, serve, browser):
-    store = tenure.connect(store_url)
+def test_job_page_shows_progress_live_in_chromium(engine_url, serve, browser):
+    store = tenure.connect(engine_url)
     job_id = store.jobs.enqueue("video.encode", {"id": 1})
     claim = store.jobs.claim(["video.encode"], owner="encoder:1")
     store.jobs.progress(claim.lease, 0.25, note="pass 1 of 4")

@@ -16,8 +16,8 @@ from tenure.insights import Insights
 from .conftest import SHOTS
 
 
-def test_overview_warns_about_unhandled_kinds_in_chromium(store_url, serve, browser):
-    store = tenure.connect(store_url)
+def test_overview_warns_about_unhandled_kinds_in_chromium(engine_url, serve, browser):
+    store = tenure.connect(engine_url)
     store.jobs.enqueue("tasks.add", [1, 2], delay=3600)  # handled, not due
     worker = store.jobs.create_worker({"tasks.add": lambda p, ctx: sum(p)}, queues=["default"],
                                       poll_interval=0.05).start()

@@ -122,7 +122,8 @@ def _open_engine(url: str, barrier, out) -> None:
 
 
 def test_ten_processes_migrate_an_empty_database_at_once():
-    db = f"tenure_mig_{uuid.uuid4().hex[:10]}"
+    # beside the session's database, so the session drops it even if this test never gets to
+    db = f"{PG_URL.split('?', 1)[0].rsplit('/', 1)[1]}_mig_{uuid.uuid4().hex[:10]}"
     with closing(_admin()) as conn:
         conn.execute(f"CREATE DATABASE {db}")
     try:

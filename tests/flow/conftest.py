@@ -9,6 +9,8 @@ import threading
 
 import pytest
 
+from tests.conftest import sqlite_url
+
 
 @pytest.fixture
 def gates():
@@ -50,7 +52,7 @@ def sqlite_store(tmp_path, clock, rand):
     both-engine tests already cover. Keeps tests/flow well under a minute."""
     import tenure
 
-    store = tenure.connect(f"sqlite:///{tmp_path}/flow.db", clock=clock, random=rand)
+    store = tenure.connect(sqlite_url(tmp_path), clock=clock, random=rand)
     store.jobs  # noqa: B018 - open now
     yield store
     try:

@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session  # noqa: E402
 
 import tenure  # noqa: E402
 
+from ..conftest import empty_pg  # noqa: E402
+
 
 def _sa_url(url: str) -> str:
     return url.replace("postgresql://", "postgresql+psycopg://", 1) if url.startswith("postgresql") else url
@@ -67,7 +69,7 @@ def _other_database(engine_url: str, tmp_path) -> str:
     import psycopg
 
     base, dbname = engine_url.split("?", 1)[0].rsplit("/", 1)
-    other = f"{dbname}_outbox_other"  # beside this run's own database: runs on other databases never share it
+    other = f"{dbname}_outbox_other"  # beside the session's database, dropped with it
     with psycopg.connect(engine_url, autocommit=True) as c:
         if c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (other,)).fetchone() is None:
             try:
@@ -82,9 +84,10 @@ def test_conn_on_another_database_is_refused_and_nothing_is_written(setup, engin
     connection, for enqueue, enqueue_many and get; the store's own database is untouched."""
     store, _ = setup
     other_url = _other_database(engine_url, tmp_path)
+    if not other_url.startswith("sqlite"):
+        empty_pg(other_url)  # a SQLite one is a fresh file
     other_store = tenure.connect(other_url)
     other_store.jobs  # noqa: B018 - tenure's tables exist there too: only the check refuses
-    other_store._reset_for_tests()
     other = create_engine(_sa_url(other_url))
     try:
         with Session(other) as session:

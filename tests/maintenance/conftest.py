@@ -1,6 +1,7 @@
-"""Fixtures for the maintenance tests: cron schedules, leadership, the worker registry
-and the sweeps. Every store test runs on SQLite and PostgreSQL (the root ``engine_url`` fixture),
-with the injected clock, so nothing here sleeps to wait for a lease or a boundary.
+"""Helpers for the maintenance tests: cron schedules, leadership, the worker registry and the
+sweeps. Every store test runs on SQLite and PostgreSQL through the root fixtures (``engine_url``,
+``store``, ``other``), with the injected clock, so nothing here sleeps to wait for a lease or a
+boundary; ``pg_store`` is the PostgreSQL-only one.
 """
 
 from __future__ import annotations
@@ -11,39 +12,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import tenure
-from tests.conftest import PG_URL, require_pg
+from tests.conftest import PG_URL, empty_pg, require_pg
 
 PARIS = ZoneInfo("Europe/Paris")
-_pg: dict[str, object] = {}
-
-
-def _empty_pg() -> None:
-    """Empty tenure's tables with DELETE on one kept connection (much faster than a store open
-    and a TRUNCATE per test, which keeps this directory within its time budget)."""
-    import psycopg
-
-    conn = _pg.get("conn")
-    if conn is None or conn.closed:
-        s = tenure.connect(PG_URL)
-        s.jobs  # noqa: B018 - migrate
-        s.close()
-        conn = _pg["conn"] = psycopg.connect(PG_URL, autocommit=True)
-        _pg["tables"] = [r[0] for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-            "AND table_name LIKE 'tenure%' AND table_name <> 'tenure_migrations' ORDER BY table_name")]
-    with conn.transaction():
-        for table in _pg["tables"]:
-            conn.execute(f"DELETE FROM {table}")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def engine_url(request, tmp_path) -> str:
-    """A store URL on each engine; the PostgreSQL tables are emptied first."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/tenure.db"
-    require_pg()
-    _empty_pg()
-    return PG_URL
 
 
 def at(y: int, mo: int, d: int, h: int = 0, mi: int = 0, tz=PARIS, fold: int = 0) -> int:
@@ -60,28 +31,11 @@ def wall(ms: int, tz=PARIS) -> str:
 def pg_store(clock, rand):
     """A PostgreSQL store (for PostgreSQL-only behaviour), tables emptied, clock injected."""
     require_pg()
-    _empty_pg()
+    empty_pg()
     s = tenure.connect(PG_URL, clock=clock, random=rand)
     s.jobs  # noqa: B018
     yield s
     s.close(grace=1)
-
-
-@pytest.fixture
-def store(any_store):
-    return any_store
-
-
-@pytest.fixture
-def other(engine_url, clock, rand):
-    """A second store on the same database: what another process sees."""
-    s = tenure.connect(engine_url, clock=clock, random=rand)
-    s.jobs  # noqa: B018 - open now
-    yield s
-    try:
-        s.close(grace=1)
-    except Exception:  # noqa: BLE001
-        pass
 
 
 def fired(store, name: str | None = None) -> list[tuple[str, int]]:

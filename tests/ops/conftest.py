@@ -1,7 +1,6 @@
-"""Fixtures for the operations tests: the worker tests' fixtures, reused as they are
-(``engine_url`` on both engines, ``other_store``, ``make_worker``)."""
+"""Fixtures for the operations tests: the stores, ``other_store`` and ``make_worker`` come from
+``tests/conftest.py``; the real console script (``cli``) from the CLI tests' conftest."""
 
 from __future__ import annotations
 
-from tests.cli.conftest import cli, cli_url  # noqa: F401
-from tests.worker.conftest import _pg_reset, engine_url, make_worker, other_store  # noqa: F401
+from tests.cli.conftest import cli  # noqa: F401

@@ -184,7 +184,7 @@ def test_delete_one_job(any_store):
     assert jobs.delete(running) is True
 
 
-def test_cli_bulk_with_confirmation(cli, cli_url):
+def test_cli_bulk_with_confirmation(cli, engine_url):
     for _ in range(3):
         cli("enqueue", "k", "--tag", "old")
     cli("enqueue", "k")

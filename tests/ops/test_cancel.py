@@ -213,10 +213,10 @@ def test_request_cancel_after_the_worker_was_sigkilled(engine_url, tmp_path, pro
         later.close()
 
 
-def test_cli_cancel_asks_the_worker_of_a_running_job(cli, cli_url):
+def test_cli_cancel_asks_the_worker_of_a_running_job(cli, engine_url):
     """``tenure jobs cancel ID`` is request_cancel: a running job is flagged (still leased, its
     holder settles it), a queued one is cancelled at once, a done one is refused with TN2065."""
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         running = store.jobs.enqueue("video.encode", {"id": 1})
         held = store.jobs.claim(["video.encode"], owner="encoder:1", lease_ms=600_000)

@@ -34,10 +34,10 @@ APP = textwrap.dedent("""
 """)
 
 
-def _start(cli, cli_url, tmp_path, seconds: float, *args: str):
+def _start(cli, engine_url, tmp_path, seconds: float, *args: str):
     (tmp_path / "graceapp.py").write_text(APP)
     ledger = tmp_path / "ledger.jsonl"
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     job_id = store.jobs.enqueue("slow", {"args": [seconds, str(ledger)], "kwargs": {}}, max_attempts=3)
     proc = subprocess.Popen(
         [
@@ -45,7 +45,7 @@ def _start(cli, cli_url, tmp_path, seconds: float, *args: str):
             "worker",
             "graceapp:app",
             "--url",
-            cli_url,
+            engine_url,
             "--log-format",
             "json",
             "--log-level",
@@ -62,10 +62,10 @@ def _start(cli, cli_url, tmp_path, seconds: float, *args: str):
     return store, job_id, proc, ledger
 
 
-def test_grace_is_honoured_then_the_job_is_released(cli, cli_url, tmp_path):
+def test_grace_is_honoured_then_the_job_is_released(cli, engine_url, tmp_path):
     """--grace 1 with a job that needs 60 s: the worker exits about 1 s after SIGTERM, and the job
     is pending again at once, not leased until its lease expires."""
-    store, job_id, proc, ledger = _start(cli, cli_url, tmp_path, 60, "--grace", "1")
+    store, job_id, proc, ledger = _start(cli, engine_url, tmp_path, 60, "--grace", "1")
     try:
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
@@ -83,9 +83,9 @@ def test_grace_is_honoured_then_the_job_is_released(cli, cli_url, tmp_path):
         store.close()
 
 
-def test_the_default_grace_outlasts_the_old_five_seconds(cli, cli_url, tmp_path):
+def test_the_default_grace_outlasts_the_old_five_seconds(cli, engine_url, tmp_path):
     """No --grace: a job that needs 6 s after the SIGTERM still finishes and is stored done."""
-    store, job_id, proc, ledger = _start(cli, cli_url, tmp_path, 6)
+    store, job_id, proc, ledger = _start(cli, engine_url, tmp_path, 6)
     try:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=40)
@@ -98,8 +98,8 @@ def test_the_default_grace_outlasts_the_old_five_seconds(cli, cli_url, tmp_path)
         store.close()
 
 
-def test_a_second_signal_stops_at_once_and_releases(cli, cli_url, tmp_path):
-    store, job_id, proc, ledger = _start(cli, cli_url, tmp_path, 60)
+def test_a_second_signal_stops_at_once_and_releases(cli, engine_url, tmp_path):
+    store, job_id, proc, ledger = _start(cli, engine_url, tmp_path, 60)
     try:
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)  # the first signal's graceful stop is under way

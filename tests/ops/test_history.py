@@ -117,10 +117,10 @@ def test_completion_and_requeue_keep_the_history(any_store, clock):
     assert fresh.errors == [] and fresh.cancel_requested_at is None
 
 
-def test_jobs_show_prints_the_history(cli, cli_url):
+def test_jobs_show_prints_the_history(cli, engine_url):
     """``tenure jobs show ID`` prints every entry (attempt, type, message) and its traceback;
     ``--json`` carries the list as ``errors``."""
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         job_id = store.jobs.enqueue("k", max_attempts=2)
         for _ in range(2):

@@ -49,7 +49,7 @@ def test_bad_order_refused(any_store, order, exc, code):
     assert info.value.code == code
 
 
-def test_cli_and_dashboard_list_newest_first(cli, cli_url):
+def test_cli_and_dashboard_list_newest_first(cli, engine_url):
     ids = [cli("enqueue", "k", "--json").json()["id"] for _ in range(3)]
     assert [j["id"] for j in cli("jobs", "list", "--json").json()["items"]] == ids[::-1]
     assert [j["id"] for j in cli("jobs", "list", "--order", "oldest", "--json").json()["items"]] == ids
@@ -58,7 +58,7 @@ def test_cli_and_dashboard_list_newest_first(cli, cli_url):
     import tenure
     from tenure.dashboard import create_app
 
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         with TestClient(create_app(store), base_url="http://localhost") as client:
             assert [j["id"] for j in client.get("/api/jobs").json()["items"]] == ids[::-1]

@@ -80,8 +80,8 @@ def test_ctx_progress_is_throttled_and_the_last_value_written_at_settle(any_stor
     assert (job.progress.fraction, job.progress.note, job.progress.attempt) == (0.9, "last", 1)
 
 
-def test_cli_show_prints_progress(cli, cli_url):
-    store = tenure.connect(cli_url)
+def test_cli_show_prints_progress(cli, engine_url):
+    store = tenure.connect(engine_url)
     try:
         job_id = store.jobs.enqueue("k")
         claim = store.jobs.claim("k", owner="t")

@@ -82,7 +82,7 @@ def test_page_tag_filter_validated(any_store):
     assert info.value.code == "TN1001"
 
 
-def test_cli_enqueue_tag_list_and_show(cli, cli_url):
+def test_cli_enqueue_tag_list_and_show(cli, engine_url):
     job_id = cli(
         "enqueue", "k", "--tag", "billing", "--tag", "eu", "--meta", '{"customer": 42}', "--json"
     ).json()["id"]

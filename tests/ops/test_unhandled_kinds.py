@@ -117,8 +117,8 @@ def test_near_misses():
     assert kinds.near_misses("billing.charge", handled) == ()
 
 
-def test_stats_json_and_text_show_unhandled_kinds(cli, cli_url, make_worker):
-    store = tenure.connect(cli_url)
+def test_stats_json_and_text_show_unhandled_kinds(cli, engine_url, make_worker):
+    store = tenure.connect(engine_url)
     try:
         _backlog(store)
         before = cli("stats", "--json").json()
@@ -210,11 +210,11 @@ def test_a_worker_warns_at_start_for_queued_kinds_it_cannot_run(live_store, make
                 and ("emails" in r.getMessage() or "'tasks.add' in queue" in r.getMessage())]
 
 
-def test_enqueue_warns_when_live_workers_serve_the_queue_and_none_handles_the_kind(cli, cli_url, make_worker):
+def test_enqueue_warns_when_live_workers_serve_the_queue_and_none_handles_the_kind(cli, engine_url, make_worker):
     """``tenure enqueue KIND``: the job is written either way; with a live worker on the queue
     that lacks the kind (a typo, an unqualified task name) a WARNING line names near misses.
     No warning for a handled kind, or when no live worker serves the queue (nothing is known)."""
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         quiet = cli("enqueue", "tasks.ad", "--queue", "emails")
         assert quiet.err == ""  # no live worker claims from "emails"

@@ -23,7 +23,7 @@ import pytest
 import tenure
 from tenure.errors import LeaseNotHeld
 
-from ..conftest import PG_URL, require_pg
+from ..conftest import PG_URL, empty_pg, require_pg
 from .tcp_proxy import TcpProxy
 
 
@@ -65,8 +65,8 @@ def test_release_lost_claims_gives_back_only_this_instance_s_unheld_leases(any_s
 @pytest.fixture
 def pg():
     require_pg()
+    empty_pg()
     store = tenure.connect(PG_URL)
-    store._reset_for_tests()
     yield store
     store.close(grace=1)
 

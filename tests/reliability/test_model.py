@@ -4,9 +4,10 @@ the model (spec §2, §3, §4, §5, §10)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -16,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import tenure
 from tenure.errors import LeaseExpired, LeaseNotHeld, LeaseRequired, LeaseSuperseded, WorkerLost
 
-from ..conftest import PG_URL, Clock, Rand, require_pg
+from ..conftest import Clock, Rand, empty_pg, sqlite_url
 
 IDS = ["a", "b", "c", "d"]
 BASE, CAP = 1_000, 60_000
@@ -67,10 +68,17 @@ class Model:
         return LeaseNotHeld
 
 
-def _url(engine: str) -> str:
-    if engine == "sqlite":
-        return f"sqlite:///{tempfile.mkdtemp(prefix='tenure-model-')}/m.db"
-    return os.environ.get("TENURE_TEST_PG_URL", PG_URL)
+def _fresh(engine_url: str, tmp_path: Path) -> Callable[[], str]:
+    """A fresh database for each example: a new SQLite file, or the PostgreSQL database emptied."""
+    seq = itertools.count()
+
+    def fresh() -> str:
+        if engine_url.startswith("sqlite"):
+            return sqlite_url(tmp_path, f"model-{next(seq)}.db")
+        empty_pg(engine_url)
+        return engine_url
+
+    return fresh
 
 
 class JobsMachine(RuleBasedStateMachine):
@@ -80,8 +88,7 @@ class JobsMachine(RuleBasedStateMachine):
     def setup(self):
         self.clock = Clock(1_000_000)
         self.rand = Rand(0.0)
-        self.store = tenure.connect(type(self).url, clock=self.clock, random=self.rand)
-        self.store._reset_for_tests()
+        self.store = tenure.connect(type(self).fresh(), clock=self.clock, random=self.rand)
         self.jobs = self.store.jobs
         self.model = Model()
         self.leases: list[MLease] = []
@@ -247,11 +254,9 @@ class JobsMachine(RuleBasedStateMachine):
             assert (got.lease_until is None) == (j.state != "leased")
 
 
-@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
-def test_store_follows_the_model(engine):
-    if engine == "postgres":
-        require_pg()
-    machine = type(f"JobsMachine_{engine}", (JobsMachine,), {"url": _url(engine)})
+def test_store_follows_the_model(engine_url, tmp_path):
+    engine = "sqlite" if engine_url.startswith("sqlite") else "postgres"
+    machine = type(f"JobsMachine_{engine}", (JobsMachine,), {"fresh": staticmethod(_fresh(engine_url, tmp_path))})
     machine.TestCase.settings = settings(max_examples=25 if engine == "sqlite" else 15, stateful_step_count=30,
                                          deadline=None, suppress_health_check=list(HealthCheck))
     machine.TestCase().runTest()

@@ -15,7 +15,7 @@ import tenure
 from tenure.errors import InvalidURL, StoreUnavailable
 from tenure.limits import call_timeout_for_lease
 
-from ..conftest import PG_URL, require_pg
+from ..conftest import PG_URL, empty_pg, require_pg
 from .tcp_proxy import TcpProxy
 
 
@@ -29,8 +29,8 @@ def wait_until(pred, timeout: float, what: str) -> None:
 @pytest.fixture
 def pg():
     require_pg()
+    empty_pg()
     store = tenure.connect(PG_URL)
-    store._reset_for_tests()
     yield store
     store.close(grace=1)
 

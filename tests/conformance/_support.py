@@ -3,36 +3,27 @@ and small assertion helpers. Imported by ``conftest.py`` and the test modules.""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.conftest import Clock as Clock  # the suite's one injected clock, re-exported
 
-PG_URL = os.environ.get("TENURE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+from tests.conftest import Clock as Clock  # the suite's one injected clock, re-exported
+from tests.conftest import Rand as _Rand
+
 T0 = 1_700_000_000_000  # the injected clock's start: an arbitrary, realistic epoch-ms instant
-APP_TABLE = "tn_conf_orders"  # the app table the outbox tests create
-# app tables some tests create; dropped before each postgres test (a sqlite test gets a fresh file)
-APP_TABLES = (APP_TABLE, "jobs", "checkpoints")
+APP_TABLE = "tn_conf_orders"  # the app table the outbox tests create (empty_pg drops it)
 
 FENCE_CODES = {"TN2065", "TN2066", "TN2067"}
 
 
-
-
-class Rand:
-    """A deterministic random source: returns ``value`` (settable) and counts its calls."""
+class Rand(_Rand):
+    """The suite's random source (``tests.conftest.Rand``), answering 0.5 unless told otherwise."""
 
     def __init__(self, value: float = 0.5) -> None:
-        self.value = value
-        self.calls = 0
-
-    def __call__(self) -> float:
-        self.calls += 1
-        return self.value
+        super().__init__(value)
 
 
 @dataclass

@@ -7,9 +7,10 @@ import threading
 import time
 
 import pytest
-from _support import claim1, refused
 
 import tenure
+
+from ._support import claim1, refused
 
 STATES = ("pending", "leased", "done", "failed", "dead", "cancelled")
 

@@ -9,11 +9,12 @@ from datetime import timedelta
 from itertools import count
 
 import pytest
-from _support import FENCE_CODES, T0, claim1, ph, refused
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tenure
+
+from ._support import FENCE_CODES, T0, claim1, ph, refused
 
 STATES = {"pending", "leased", "done", "failed", "dead", "cancelled"}
 JOB_FIELDS = [

@@ -10,10 +10,11 @@ import re
 import threading
 
 import pytest
-from _support import FENCE_CODES, claim1, refused
 
 import tenure
 from tenure.errors import LeaseRequired, LeaseSuperseded
+
+from ._support import FENCE_CODES, claim1, refused
 
 # -- 3.2 / D3: the boundary instant ----------------------------------------------------------
 

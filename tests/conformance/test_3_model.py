@@ -17,11 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import hypothesis.strategies as st
-from _support import Clock, Rand
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 import tenure
+from tests.conftest import empty_pg
+
+from ._support import Clock, Rand
 
 RAND = 0.5
 
@@ -258,9 +260,8 @@ def test_3_model_fence_and_state_machine(store, target):
         if target.engine == "sqlite":
             url = f"sqlite:///{target.path.parent}/model-{next(seq)}.db"
             return tenure.connect(url, clock=clock, random=Rand(RAND))
-        s = tenure.connect(target.url, clock=clock, random=Rand(RAND))
-        s._reset_for_tests()
-        return s
+        empty_pg(target.url)
+        return tenure.connect(target.url, clock=clock, random=Rand(RAND))
 
     machine = _machine(target, connect_store)
     examples = 40 if target.engine == "sqlite" else 20

@@ -11,9 +11,10 @@ import threading
 from collections import Counter
 
 import pytest
-from _support import APP_TABLE, claim1, ph, refused
 
 import tenure
+
+from ._support import APP_TABLE, claim1, ph, refused
 
 
 class Boom(Exception):
@@ -97,7 +98,7 @@ def test_3_1_processes_never_share_an_attempt(store, target):
         store.jobs.enqueue("k", id=f"p{i:03d}")
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(4), ctx.Queue()
-    from _mp_claimer import drain
+    from ._mp_claimer import drain
 
     procs = [ctx.Process(target=drain, args=(target.url, f"proc{i}", barrier, out)) for i in range(4)]
     for p in procs:
@@ -179,8 +180,6 @@ def test_decision_7_root_call_inside_own_transaction_refused(open_store, target,
     store.transaction() is refused at once with NestedRootCall (TN2071), pointing to tx.jobs,
     instead of waiting forever."""
     s = open_store()
-    if target.engine == "postgres":
-        s._reset_for_tests()
     calls = {
         "enqueue": lambda: s.jobs.enqueue("k", id="nested"),
         "claim": lambda: s.jobs.claim(["k"], owner="w"),

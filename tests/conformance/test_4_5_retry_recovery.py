@@ -5,7 +5,8 @@ from __future__ import annotations
 import random as random_module
 
 import pytest
-from _support import Rand, claim1, refused
+
+from ._support import Rand, claim1, refused
 
 BASE, CAP = 1000, 60_000
 

@@ -10,9 +10,10 @@ alone, never in a batch with other jobs. Injected clock, no sleeps.
 from __future__ import annotations
 
 import pytest
-from _support import claim1, refused
 
 from tenure.errors import WorkerLost
+
+from ._support import claim1, refused
 
 
 def _lose(jobs, clock, job_id, lease_ms=1000):

@@ -9,7 +9,6 @@ import threading
 import time
 
 import pytest
-from _support import claim1, refused
 
 import tenure
 from tenure import errors
@@ -28,6 +27,8 @@ from tenure.errors import (
     StoreBusy,
     StoreClosed,
 )
+
+from ._support import claim1, refused
 
 EXPECTED_CODES = {
     LeaseNotHeld: "TN2065",

@@ -17,10 +17,11 @@ import threading
 import time
 
 import pytest
-from _support import claim1, refused
 
 import tenure
 from tenure.errors import HandlersLeftRunning, LeaseExpired, LeaseSuperseded
+
+from ._support import claim1, refused
 
 # -- 2.13 / 7.4: a checkpoint save is fenced on the generation too ----------------------------------
 

@@ -17,11 +17,13 @@ import datetime as dt
 import math
 
 import pytest
-from _support import Clock, Rand
 
 import tenure
 from tenure.errors import InvalidArgument, InvalidSchedule, InvalidType, PayloadTooLarge
 from tenure.records import Lease
+from tests.conftest import PG_URL, empty_pg, require_pg
+
+from ._support import Clock, Rand
 
 HELD = "held-job"  # a job claimed once at setup; rows that need a lease use its lease
 PENDING = "pending-job"
@@ -333,17 +335,17 @@ def _state(store) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def both(request, tmp_path_factory):
+def both(tmp_path_factory):
     """A SQLite store and a PostgreSQL store, each with one pending job and one claimed job."""
     urls = {
         "sqlite": f"sqlite:///{tmp_path_factory.mktemp('input_table') / 't.db'}",
-        "postgres": request.getfixturevalue("pg_url"),
-    }  # skips loudly when PostgreSQL is absent
+        "postgres": PG_URL,
+    }
+    require_pg()  # skips loudly when PostgreSQL is absent
+    empty_pg()
     out = {}
     for engine, url in urls.items():
         store = tenure.connect(url, clock=Clock(), random=Rand())
-        if engine == "postgres":
-            store._reset_for_tests()
         store.jobs.enqueue("k", {"n": 1}, id=HELD)
         claim = store.jobs.claim("k", owner="table", lease_ms=600_000)
         assert claim.job.id == HELD

@@ -1,11 +1,15 @@
 """PostgreSQL faults: the server restarted (fast and immediate shutdown) under a running load, and
 connection-pool exhaustion. Workers reconnect by themselves; no job is lost or settled
-twice; an exhausted pool is a bounded wait and a coded error, never a hang."""
+twice; an exhausted pool is a bounded wait and a coded error, never a hang.
+
+The restarts happen on a private cluster this module starts for itself (:mod:`.pg_cluster`: initdb
+into a temporary directory, a free port), stopped and removed when the module ends, also on
+failure: the shared test server that other runs use is never stopped. The pool test needs no
+server of its own and runs on the session's database."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,7 +22,8 @@ import pytest
 import tenure
 from tenure.errors import StoreUnavailable
 
-from ..conftest import PG_URL, require_pg
+from ..conftest import PG_URL, empty_pg, pg_available, require_pg
+from . import pg_cluster
 
 WORKER = textwrap.dedent('''
     import sys, time, tenure
@@ -34,45 +39,52 @@ WORKER = textwrap.dedent('''
 ''')
 
 
-def _cluster() -> str | None:
-    if not shutil.which("pg_ctlcluster") or not os.path.isdir("/etc/postgresql"):
+@pytest.fixture(scope="module")
+def cluster():
+    """A private PostgreSQL cluster for this module, removed at the end (also on failure)."""
+    reason = pg_cluster.unavailable()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the server-restart tests: {reason}")
+        pytest.skip(f"SKIPPING SERVER RESTARTS: {reason}")
+    made = pg_cluster.PrivateCluster()
+    try:
+        yield made.start()
+    finally:
+        made.remove()
+
+
+def _shared_server_started_at() -> object:
+    """When the shared test server started (None without one): the restarts must not move it."""
+    if pg_available() is not None:
         return None
-    versions = sorted(os.listdir("/etc/postgresql"))
-    return versions[0] if versions else None
+    import psycopg
 
-
-def _restart(mode: str) -> None:
-    version = _cluster()
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart", "-m", mode],
-                   check=True, capture_output=True, timeout=60)
-    for _ in range(60):
-        if subprocess.run(["pg_isready", "-h", "127.0.0.1", "-p", "5432", "-q"]).returncode == 0:
-            return
-        time.sleep(0.5)
-    raise AssertionError("PostgreSQL did not come back")
+    with psycopg.connect(PG_URL, connect_timeout=10) as conn:
+        return conn.execute("SELECT pg_postmaster_start_time()").fetchone()[0]
 
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
-def test_worker_survives_postgres_restart(mode, tmp_path):
-    require_pg()
-    if _cluster() is None or os.geteuid() != 0:
-        pytest.skip("needs the local PostgreSQL cluster and root to restart it")
-    store = tenure.connect(PG_URL)
-    store._reset_for_tests()
+def test_worker_survives_postgres_restart(cluster, mode, tmp_path):
+    shared = _shared_server_started_at()
+    empty_pg(cluster.url)
+    store = tenure.connect(cluster.url)
     n = 1500
     ids = store.jobs.enqueue_many([{"kind": "pgfault", "payload": {"n": i}} for i in range(n)])
     script = tmp_path / "w.py"
     script.write_text(WORKER)
     env = dict(os.environ, PYTHONPATH=str(Path(tenure.__file__).resolve().parents[1]))
-    proc = subprocess.Popen([sys.executable, str(script), PG_URL], env=env, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, str(script), cluster.url], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
         while store.jobs.counts()["done"] < n // 5:
             assert time.monotonic() < deadline, "the worker never got going"
             time.sleep(0.05)
-        _restart(mode)
+        before = cluster.started_at()
+        cluster.restart(mode)
+        assert cluster.started_at() > before  # the server under the worker really went away
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -92,6 +104,7 @@ def test_worker_survives_postgres_restart(mode, tmp_path):
         job = store.jobs.get(job_id)
         assert job.state == "done" and job.result["attempt"] == job.attempts
     store.close()
+    assert _shared_server_started_at() == shared  # the shared server was never restarted
 
 
 def test_pool_exhaustion_is_a_bounded_wait_and_a_coded_error():

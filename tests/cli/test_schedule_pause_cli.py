@@ -6,14 +6,14 @@ from __future__ import annotations
 import tenure
 
 
-def test_pause_and_resume_from_the_command_line(cli, cli_url):
+def test_pause_and_resume_from_the_command_line(cli, engine_url):
     cli("schedules", "add", "nightly", "0 3 * * *", "reports.build", "--key", "eu")
     assert "schedule nightly #eu paused" in cli("schedules", "pause", "nightly", "--key", "eu").out
     listed = cli("schedules", "list").out
     assert "paused" in listed.splitlines()[-1]
     row = cli("schedules", "list", "--json").json()[0]
     assert row["paused_at"] is not None
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         assert store.schedules.get("nightly", key="eu").paused
     finally:

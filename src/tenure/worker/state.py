@@ -35,7 +35,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tenure.worker")
 
-MAX_CLAIM_BATCH = 100
+#: The most one claim takes (the default of ``claim_batch``). At PostgreSQL's default 256 slots a
+#: settle-and-claim then claims every slot its batch frees: with 100 it claimed 96 and left the
+#: rest to a second claim by the dispatcher (a transaction more per cycle), and the worker spent
+#: 15-25% more CPU per job, client and server (docs/performance.md, "PostgreSQL drain").
+MAX_CLAIM_BATCH = 256
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

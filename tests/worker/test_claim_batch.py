@@ -1,0 +1,69 @@
+"""One claim takes up to ``claim_batch`` jobs (256 by default): at ``tenure worker``'s PostgreSQL
+default of 256 slots a settle-and-claim claims every slot its batch frees in the same transaction,
+instead of 96 and a second claim by the dispatcher. Exactly-once and spec 6.3 hold at that size."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tenure.worker.state import MAX_CLAIM_BATCH
+
+
+def test_a_claim_takes_up_to_256_free_slots(any_store, make_worker):
+    assert MAX_CLAIM_BATCH == 256
+    w = make_worker(any_store, {"k": lambda payload, ctx: None}, concurrency=300)
+    assert w.claim_batch == 256
+    w._reserved, w._credit, w._quarantine, w._attempts = 0, 0, None, {}
+    assert w._reserve() == 256  # 96 (PostgreSQL's bucket) or 100 with the old cap
+    w._reserved = 0
+
+
+def test_256_slots_drain_every_job_once_and_never_run_more_than_256(any_store, make_worker):
+    jobs = any_store.jobs
+    n = 1500
+    jobs.enqueue_many([{"kind": "k", "payload": {"i": i}} for i in range(n)])
+    seen: list[int] = []
+    peak = [0]
+    done = threading.Event()
+    sizes: list[int] = []
+    claim_many, complete_and_claim = jobs.claim_many, jobs.complete_and_claim
+
+    def spy_claim(*args, **kwargs):
+        sizes.append(kwargs["limit"])
+        return claim_many(*args, **kwargs)
+
+    def spy_refill(*args, **kwargs):
+        sizes.append(kwargs["limit"])
+        return complete_and_claim(*args, **kwargs)
+
+    jobs.claim_many, jobs.complete_and_claim = spy_claim, spy_refill  # the store underneath is real
+
+    def handler(payload, ctx):
+        seen.append(payload["i"])
+
+    w = make_worker(any_store, {"k": handler}, concurrency=256, poll_interval=0.01)
+
+    def watch():
+        while not done.is_set():
+            peak[0] = max(peak[0], w.stats()["in_flight"])
+            time.sleep(0.0005)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    w.start()
+    try:
+        deadline = time.monotonic() + 120
+        while jobs.counts().get("done", 0) < n:
+            assert time.monotonic() < deadline, jobs.counts()
+            time.sleep(0.02)
+    finally:
+        done.set()
+        watcher.join()
+    assert w.stop().drained
+    assert sorted(seen) == list(range(n))  # every job ran, none twice
+    assert 0 < peak[0] <= 256
+    assert max(sizes) > 100  # one claim took more than the old cap
+    with any_store.transaction() as tx:  # claimed exactly once each: one attempt, one lease
+        twice = tx.execute("SELECT count(*) FROM tenure_jobs WHERE attempts <> 1 OR lease_generation <> 1")
+        assert list(twice)[0][0] == 0

@@ -21,7 +21,7 @@ from .errors import (
 from .ids import new_job_id, new_job_ids
 from .job_rows import row_to_job
 from .records import Job, Lease
-from .tracing import enqueue_headers
+from .tracing import enqueue_headers, tracing_now
 
 if TYPE_CHECKING:
     from .store import Store
@@ -152,15 +152,17 @@ class _JobsBase:
                               f"{type(jobs).__name__}")
         specs = jobs if isinstance(jobs, list) else list(jobs)
         minted = iter(new_job_ids(len(specs)))  # one clock read and one urandom for the batch
+        traced = tracing_now()  # one look at the current trace for the batch
         if len(specs) >= STREAM_MIN_JOBS and _streamable(specs):
-            return self._insert_streamed(specs, minted, conn)
+            return self._insert_streamed(specs, minted, conn, traced)
         build, plain = self._build_spec, self._build_plain
-        built = [plain(spec, minted) if _is_plain(spec) else build(spec, minted) for spec in specs]
+        built = [plain(spec, minted, traced) if _is_plain(spec) else build(spec, minted) for spec in specs]
         if not built:
             return []
         return self._insert(built, conn)
 
-    def _insert_streamed(self, specs: list[dict[str, Any]], minted: Iterator[str], conn: Any) -> list[str | None]:
+    def _insert_streamed(self, specs: list[dict[str, Any]], minted: Iterator[str], conn: Any,
+                         traced: bool = True) -> list[str | None]:
         """``enqueue_many`` of jobs that cannot collide (see :func:`_streamable`): each is built
         (validated) and handed to the store as the previous ones are being written
         (``Queues.insert_fresh``: COPY on PostgreSQL), so the database inserts while Python
@@ -174,7 +176,7 @@ class _JobsBase:
 
         def each() -> Iterator[NewJob]:
             for spec in specs:
-                job = plain(spec, minted) if _is_plain(spec) else build(spec, minted)
+                job = plain(spec, minted, traced) if _is_plain(spec) else build(spec, minted)
                 built.append(job)
                 yield job
 
@@ -219,10 +221,11 @@ class _JobsBase:
                            group_key=get("group_key"), options=opts, tags=get("tags"), meta=get("meta"),
                            minted=minted)
 
-    def _build_plain(self, spec: dict[str, Any], minted: Iterator[str]) -> NewJob:
+    def _build_plain(self, spec: dict[str, Any], minted: Iterator[str], traced: bool = True) -> NewJob:
         """:meth:`_build_spec` for an item with only ``kind``, ``payload``, ``queue`` and
         ``priority`` (the usual bulk item), without the general path's keyword plumbing: the
-        same checks, the same record."""
+        same checks, the same record. ``traced``: False when no trace is current (then it stores
+        no headers without asking the tracer per job)."""
         kind = spec["kind"]
         queue = spec.get("queue", "default")
         priority = spec.get("priority", 0)
@@ -232,7 +235,8 @@ class _JobsBase:
         if type(priority) is not int or not v.INT4_MIN <= priority <= v.INT4_MAX:
             v.int4(priority, "priority")
         new = NewJob(next(minted), kind, text, queue, priority, None, 0, 0)
-        new.headers = enqueue_headers(kind, queue)
+        if traced:
+            new.headers = enqueue_headers(kind, queue)
         return new
 
     def _build(self, kind, payload, *, id, run_at, delay, max_attempts, queue, priority, timeout,

@@ -35,6 +35,12 @@ def _configured(trace: Any) -> bool:
     return type(trace.get_tracer_provider()).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider")
 
 
+def tracing_now() -> bool:
+    """Whether a trace is current in this context (an enqueue now would store headers)."""
+    api = _otel()
+    return bool(api) and api[0].get_current_span().get_span_context().is_valid
+
+
 def enqueue_headers(kind: str, queue: str) -> str | None:
     """Open the enqueue span and answer the headers to store with the job (JSON), or None when
     there is no trace to continue."""

@@ -103,7 +103,10 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         out: list[tuple[str, bool]] = []
         if len(jobs) > 1 and all(j.singleton_key is None for j in jobs):
             # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.
-            if conn.executemany(*_insert_rows(jobs, now)).rowcount == len(jobs):
+            sql, rows = _insert_rows(jobs, now)
+            written = sum(conn.execute(sql, (_dumps(rows[i:i + BULK_ROWS]),)).rowcount
+                          for i in range(0, len(rows), BULK_ROWS))
+            if written == len(jobs):
                 return [(j.id, True) for j in jobs]
             # Some ids existed: answer per job (the rows are written; only the flags are unknown).
             return [(j.id, conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone()
@@ -427,6 +430,9 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
 _insert_params = new_job_params
 
 
+#: Rows per bulk INSERT statement (its JSON text stays a few MB at most).
+BULK_ROWS = 10_000
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _OPTIONAL_OF = operator.attrgetter(*Q.INSERT_ROWS_OPTIONAL)
 _NO_OPTIONS = (None,) * len(Q.INSERT_ROWS_OPTIONAL)
 _BACKOFF = Q.INSERT_ROWS_OPTIONAL.index("retry_backoff")
@@ -438,8 +444,9 @@ def _insert_rows_sql(used: tuple[int, ...]) -> str:
 
 
 def _insert_rows(jobs: Sequence[NewJob], now: int) -> tuple[str, list[tuple]]:
-    """The bulk INSERT for ``jobs`` and its rows (:func:`Q.insert_rows`): the optional columns
-    named are those some job sets; a job's values are the ones Q.INSERT would write."""
+    """The bulk INSERT for ``jobs`` and its rows, each the values of one JSON array element
+    (:func:`Q.insert_rows`): the optional columns named are those some job sets; a job's values
+    are the ones Q.INSERT would write."""
     rows = [(j.id, j.kind, j.payload, now + j.delay_ms if j.run_at is None else j.run_at, j.max_attempts, now,
              j.queue, j.priority, j.policy) for j in jobs]
     options = [_OPTIONAL_OF(j) for j in jobs]

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from . import _validate as v
+from . import enqueue_options as eo
 from .canvas import PARENTS_KEY, inject_parents
 from .errors import InvalidArgument, InvalidType
 from .handle import Handle as Handle  # re-exported: tenure.app.Handle
@@ -50,12 +51,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
-#: Task options that are settings of the task's queue, not of each job (docs/queues.md, "Rate limits").
-_QUEUE_TASK_OPTIONS = {"rate_limit", "group_rate_limit"}
-_ENQUEUE_OPTIONS = {"id", "run_at", "delay", "max_attempts", "queue", "priority", "timeout", "singleton_key",
-                    "singleton_for", "group_key", "conn", "retry_delay", "retry_backoff", "retry_delay_max",
-                    "retention", "delete_after", "dead_letter", "debounce", "tags", "meta", "depends_on",
-                    "on_parent_failure", "singleton_next_slot"}
+#: Task options that are settings of the task's queue, not of each job (docs/queues.md, "Rate
+#: limits"): the table's task options that no enqueue takes.
+_QUEUE_TASK_OPTIONS = eo.names(eo.TASK) - eo.names(eo.ENQUEUE)
 
 
 class Task(Generic[P, R]):
@@ -85,9 +83,8 @@ class Task(Generic[P, R]):
 
     def with_options(self, **options: Any) -> Task[P, R]:
         """The same task with other enqueue options (``delay``, ``priority``, ``queue``, ...)."""
-        unknown = set(options) - _ENQUEUE_OPTIONS
-        if unknown:
-            raise InvalidArgument(f"unknown enqueue options: {', '.join(sorted(unknown))}")
+        eo.refuse(set(options) & _QUEUE_TASK_OPTIONS, eo.ENQUEUE)  # a queue setting: not per call
+        eo.refuse(options, eo.TASK)
         clone = type(self)(self.app, self.fn, self.name, {**self.options, **options}, self.retry_on,
                            self.discard_on, self.signature)
         return clone
@@ -363,9 +360,7 @@ class App:
         at once) / dead at once (:mod:`tenure.handler_control`); the rest are enqueue options."""
         exception_classes(retry_on, "retry_on")
         exception_classes(discard_on, "discard_on")
-        unknown = set(options) - _ENQUEUE_OPTIONS - _QUEUE_TASK_OPTIONS
-        if unknown:
-            raise InvalidArgument(f"unknown task options: {', '.join(sorted(unknown))}")
+        eo.refuse(options, eo.TASK)
         self._queue_options(options)
 
         def register(f: Callable[..., Any]) -> Task[Any, Any]:
@@ -422,16 +417,15 @@ class App:
         if catch_up not in CATCH_UP_POLICIES:
             raise InvalidSchedule(f"catch_up must be one of {', '.join(CATCH_UP_POLICIES)}, got {catch_up!r}",
                                   field="catch_up")
-        fixed = sorted({"id", "run_at", "delay", "conn"} & set(options))
-        if fixed:
-            raise InvalidArgument(f"a periodic task cannot take {', '.join(fixed)}: each fire has its own id "
-                                  "and runs at its boundary")
+        # the task's queue goes to the schedule as its queue, its queue settings to the queue
+        eo.refuse(set(options) - {"queue"} - _QUEUE_TASK_OPTIONS, eo.SCHEDULE)
 
         def register(fn: Callable[..., Any]) -> Task[Any, Any]:
             t: Task[Any, Any] = self.task(fn, name=name, **options)
             self.periodic_tasks.append({
                 "name": t.name, "cron": cron, "tz": tz, "kind": t.name, "queue": options.get("queue"),
-                "options": {k: val for k, val in options.items() if k != "queue"}, "catch_up": catch_up})
+                "options": {k: val for k, val in options.items()
+                                                       if k != "queue" and k not in _QUEUE_TASK_OPTIONS}, "catch_up": catch_up})
             declare(self)
             return t
 

@@ -20,16 +20,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import enqueue_options as eo
 from .engine.rows import NewJob
 from .errors import InvalidArgument, InvalidType, StorageError, StoreLimitExceeded, TenureError
-from .queues import JOB_OPTIONS
 
 if TYPE_CHECKING:
     from .store import Store
 
-#: The keys a line may hold: ``enqueue``'s arguments and the job options of ``docs/queues.md``.
-LINE_KEYS = frozenset({"kind", "payload", "id", "run_at", "delay", "max_attempts", "queue", "priority",
-                       "timeout", "singleton_key", "singleton_for", "group_key", "tags", "meta", *JOB_OPTIONS})
 DEFAULT_CHUNK = 1000
 
 
@@ -67,9 +64,10 @@ def parse(lines: Iterable[str], default_kind: str | None = None) -> list[tuple[i
                 raise InvalidArgument(f"line {number}: no 'kind' (give one per line, or KIND as the argument)",
                                       line=number)
             item["kind"] = default_kind
-        unknown = set(item) - LINE_KEYS
-        if unknown:
-            raise InvalidArgument(f"line {number}: unknown key(s) {', '.join(sorted(unknown))}", line=number)
+        try:  # the keys a line may hold: the from_file options of docs/enqueue-options.md
+            eo.refuse(item, eo.FILE)
+        except TenureError as exc:
+            raise _at(number, exc) from None
         out.append((number, item))
     return out
 

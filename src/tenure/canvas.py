@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import enqueue_options as eo
 from .engine.base import PARENT_FAILURE_POLICIES
 from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultTimeout
 from .handle import Handle
@@ -127,9 +128,7 @@ class Signature(Canvas):
     def set(self, **options: Any) -> Signature:
         """The same call with enqueue options (``queue``, ``priority``, ``max_attempts``,
         ``on_parent_failure``, ...); ``id`` and ``depends_on`` belong to the composition."""
-        fixed = sorted({"id", "depends_on", "conn"} & set(options))
-        if fixed:
-            raise InvalidArgument(f"a signature's {', '.join(fixed)} is set by its composition")
+        eo.refuse(options, eo.SIGNATURE)
         return Signature(self.task, self.args, self.kwargs, {**self.options, **options})
 
     def _app_store(self) -> Store:

@@ -66,16 +66,6 @@ def checked(depends_on: Any, on_parent_failure: Any) -> tuple[tuple[str, ...], s
     return ids, on_parent_failure
 
 
-def split_options(options: dict[str, Any] | None) -> tuple[tuple[str, ...], str, dict[str, Any] | None]:
-    """``enqueue``'s other options with ``depends_on``/``on_parent_failure`` taken out and checked
-    (:func:`checked`): ``(parents, policy, the rest)``."""
-    if not options or ("depends_on" not in options and "on_parent_failure" not in options):
-        return (), "cancel", options
-    rest = dict(options)
-    parents, policy = checked(rest.pop("depends_on", None), rest.pop("on_parent_failure", None))
-    return parents, policy, rest
-
-
 def check_graph(jobs: Sequence[NewJob]) -> None:
     """Refuse a job that depends on itself, or jobs of one call that depend on each other in a
     cycle (TN2102, naming them), before anything is written."""

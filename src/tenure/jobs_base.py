@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
 from . import dependencies
+from . import enqueue_options as eo
 from .checkpoints import Checkpoints
 from .engine.rows import NewJob
+from .enqueue_options import checked_name
 from .errors import (
     InvalidArgument,
     InvalidType,
@@ -24,10 +26,14 @@ from .records import Job, Lease
 from .tracing import enqueue_headers, tracing_now
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .enqueue_options import EnqueueOptions
     from .store import Store
 
 
-#: An ``enqueue_many`` item with only these keys is built by ``_build_plain``.
+#: An ``enqueue_many`` item with only these keys is built by ``_build_plain`` (a fast path over
+#: a subset of the table's ``enqueue_many`` options; tests/core/test_enqueue_options.py).
 _PLAIN_KEYS = frozenset({"kind", "payload", "queue", "priority"})
 
 def _is_plain(spec: Any) -> bool:
@@ -35,10 +41,8 @@ def _is_plain(spec: Any) -> bool:
 
 def _check_names(kind: Any, queue: Any) -> None:
     """``v.name`` of a job's kind and queue, costing no call for a name already found valid."""
-    if type(kind) is not str or kind not in _VALID_NAMES:
-        _remember_name(v.name(kind, "kind"))
-    if type(queue) is not str or queue not in _VALID_NAMES:
-        _remember_name(v.name(queue, "queue"))
+    checked_name(kind, "kind")
+    checked_name(queue, "queue")
 
 #: Pauses before each repeat of an enqueue whose connection broke under it (same ids; a repeat of
 #: one that did commit changes nothing). Never inside the caller's transaction.
@@ -76,23 +80,10 @@ def _streamable(specs: list[Any]) -> bool:
     return True
 
 
-#: Kind and queue names already found valid (v.name), so a bulk enqueue checks each name once.
-_VALID_NAMES: set[str] = set()
-
-
-_VALID_NAMES_MAX = 10_000
-
-
-def _remember_name(name: str) -> None:
-    if len(_VALID_NAMES) >= _VALID_NAMES_MAX:
-        _VALID_NAMES.clear()
-    _VALID_NAMES.add(name)
-
-
-#: The keys of an ``enqueue_many`` item that are ``enqueue``'s own arguments; any other key is a
-#: job option (docs/queues.md).
-_SPEC_KEYS = frozenset({"kind", "payload", "id", "run_at", "delay", "max_attempts", "queue", "priority",
-                        "timeout", "singleton_key", "singleton_for", "group_key", "tags", "meta"})
+#: The columns of options that :meth:`tenure.queues.Queues.apply_job_options` applies (they
+#: are not :class:`NewJob` columns of their own, or have rules across options).
+_QUEUED_COLUMNS = frozenset({"retry_delay_ms", "retry_backoff", "retry_delay_max_ms", "retention_ms",
+                             "delete_after_ms", "dead_letter", "debounce_ms", "singleton_next_slot"})
 
 
 class _JobsBase:
@@ -104,17 +95,16 @@ class _JobsBase:
         raise NotImplementedError
 
     # -- enqueue -------------------------------------------------------------------------------
-    def enqueue(self, kind: str, payload: Any = None, *, id: str | None = None, run_at: Any = None,
-                delay: Any = None, max_attempts: int | None = None, queue: str = "default",
-                priority: int = 0, timeout: Any = None, singleton_key: str | None = None,
-                singleton_for: Any = None, group_key: str | None = None, conn: Any = None,
-                tags: Sequence[str] | None = None, meta: dict[str, Any] | None = None,
-                **options: Any) -> str | None:
+    def enqueue(self, kind: str, payload: Any = None, *, conn: Any = None,
+                **options: Unpack[EnqueueOptions]) -> str | None:
         """Store one job and answer its id. A caller-supplied ``id`` makes this idempotent: an
         existing id changes nothing and is answered as is. A duplicate under a queue's uniqueness
         policy answers the EXISTING job's id (never an integrity error). ``delay`` and ``timeout``
         are seconds (or timedeltas); ``run_at`` is epoch ms or a datetime. With ``conn=`` (a driver
         connection), the job is written in the caller's own transaction (the outbox).
+
+        Every option, its type and where else it is accepted: docs/enqueue-options.md (the table
+        :mod:`tenure.enqueue_options`); an unknown one is TN1001 with the nearest name.
 
         Queue options (each overrides the queue's default; see ``docs/queues.md``): ``retry_delay``,
         ``retry_backoff``, ``retry_delay_max``, ``retention``, ``delete_after`` (seconds),
@@ -125,10 +115,7 @@ class _JobsBase:
         ``tags`` (a list of short strings, filterable: ``page(tag=...)``) and ``meta`` (a JSON
         object of at most 4 KiB) are stored on the job as given (docs/operations.md, "Tags and
         meta"); a bad one is TN1001/TN1002 naming the field."""
-        new = self._build(kind, payload, id=id, run_at=run_at, delay=delay, max_attempts=max_attempts,
-                          queue=queue, priority=priority, timeout=timeout, singleton_key=singleton_key,
-                          singleton_for=singleton_for, group_key=group_key, options=options, tags=tags,
-                          meta=meta)
+        new = self._build(kind, payload, options)
         return self._insert([new], conn)[0]
 
     async def enqueue_async(self, kind: str, payload: Any = None, **options: Any) -> str | None:
@@ -211,15 +198,7 @@ class _JobsBase:
             raise InvalidType(f"enqueue_many takes dicts of enqueue arguments, got {type(spec).__name__}")
         if "kind" not in spec:
             raise InvalidArgument("every enqueue_many item needs a 'kind'")
-        get = spec.get
-        extra = spec.keys() - _SPEC_KEYS
-        opts = {k: spec[k] for k in extra} if extra else None
-        return self._build(spec["kind"], get("payload"), id=get("id"), run_at=get("run_at"), delay=get("delay"),
-                           max_attempts=get("max_attempts"), queue=get("queue", "default"),
-                           priority=get("priority", 0), timeout=get("timeout"),
-                           singleton_key=get("singleton_key"), singleton_for=get("singleton_for"),
-                           group_key=get("group_key"), options=opts, tags=get("tags"), meta=get("meta"),
-                           minted=minted)
+        return self._build(spec["kind"], spec.get("payload"), spec, eo.MANY, minted)
 
     def _build_plain(self, spec: dict[str, Any], minted: Iterator[str], traced: bool = True) -> NewJob:
         """:meth:`_build_spec` for an item with only ``kind``, ``payload``, ``queue`` and
@@ -239,52 +218,44 @@ class _JobsBase:
             new.headers = enqueue_headers(kind, queue)
         return new
 
-    def _build(self, kind, payload, *, id, run_at, delay, max_attempts, queue, priority, timeout,
-               singleton_key, singleton_for, group_key, options, tags=None, meta=None,
+    def _build(self, kind: Any, payload: Any, options: Mapping[str, Any], surface: str = eo.ENQUEUE,
                minted: Iterator[str] | None = None) -> NewJob:
+        """One job validated and encoded (nothing is written): ``options`` as ``surface`` takes
+        them, each by its verdict in :mod:`tenure.enqueue_options`, then the rules across options.
+        ``minted`` supplies the id when none is given."""
         store = self._store
-        # The common case costs no call: a name seen valid before, and absent options (None).
-        _check_names(kind, queue)
-        if id is not None:
-            job_id = v.job_id(id)
-        else:
-            job_id = new_job_id() if minted is None else next(minted)
+        checked_name(kind, "kind")
         text = None if payload is None else v.dump_json(payload, "payload", store.max_payload_bytes)
-        at = None if run_at is None else v.epoch_ms(run_at, "run_at")
-        delay_ms = 0 if delay is None else v.duration_ms(delay, "delay", seconds=True) or 0
-        if at is not None and delay:
+        if not options:  # the common case: no option, no further call
+            new = NewJob(new_job_id() if minted is None else next(minted), kind, text, "default", 0, None, 0, 0)
+            new.headers = enqueue_headers(kind, "default")
+            return new
+        values = eo.checked(options, surface)
+        get = values.get
+        job_id = get("id")
+        if job_id is None:
+            job_id = new_job_id() if minted is None else next(minted)
+        queue = get("queue", "default")
+        at, delay_ms = get("run_at"), get("delay_ms") or 0
+        if at is not None and delay_ms:
             raise InvalidArgument("give run_at or delay, not both")
-        if max_attempts is not None:
-            v.positive_int(max_attempts, "max_attempts", maximum=v.MAX_ATTEMPTS_LIMIT)
-        if type(priority) is not int or not v.INT4_MIN <= priority <= v.INT4_MAX:
-            v.int4(priority, "priority")
-        timeout_ms = None if timeout is None else v.duration_ms(timeout, "timeout", seconds=True, positive=True)
-        if singleton_key is not None:
-            v.key(singleton_key, "singleton_key")
-        if group_key is not None:
-            v.key(group_key, "group_key")
-        singleton_ms = (None if singleton_for is None
-                        else v.duration_ms(singleton_for, "singleton_for", seconds=True, positive=True))
-        tags_text = None if tags is None else v.tags(tags)
-        meta_text = None if meta is None else v.meta(meta)
-        parents, on_failure, options = dependencies.split_options(options)
-        store_options: dict[str, Any] | None = None
-        if options:
-            store_options = store.queues.job_options(options) if hasattr(store, "queues") else None
-            if store_options is None:
-                raise InvalidArgument(f"unknown enqueue options: {', '.join(sorted(options))}")
-        new = NewJob(id=job_id, kind=kind, payload=text, queue=queue, priority=priority, run_at=at,
-                     delay_ms=delay_ms, max_attempts=max_attempts or 0, timeout_ms=timeout_ms,
-                     singleton_key=singleton_key, group_key=group_key, tags=tags_text, meta=meta_text)
+        singleton_key = get("singleton_key")
+        new = NewJob(id=job_id, kind=kind, payload=text, queue=queue, priority=get("priority", 0), run_at=at,
+                     delay_ms=delay_ms, max_attempts=get("max_attempts") or 0, timeout_ms=get("timeout_ms"),
+                     singleton_key=singleton_key, group_key=get("group_key"), tags=get("tags"),
+                     meta=get("meta"))
+        singleton_ms = get("singleton_on")
         if singleton_ms:
             if singleton_key is None:
                 new.singleton_key = ""
             new.singleton_on = singleton_ms  # resolved to a bucket against the clock at insert
-        if store_options is not None:  # given exactly when options were
-            new = store.queues.apply_job_options(new, store_options)
+        queued = _QUEUED_COLUMNS.intersection(values)
+        if queued:
+            new = store.queues.apply_job_options(new, {c: values[c] for c in queued})
         new.headers = enqueue_headers(kind, queue)
+        parents = get("depends_on")
         if parents:
-            new.depends_on, new.on_parent_failure = parents, on_failure
+            new.depends_on, new.on_parent_failure = parents, get("on_parent_failure") or "cancel"
         return new
 
     def _insert(self, jobs: list[NewJob], conn: Any) -> list[str | None]:

@@ -1,5 +1,6 @@
 """A queue's settings checked once: each option's verdict (positive seconds, limits, rates,
-fairness, policy), the settings a queue row stores, and the dead-letter chain without cycles."""
+fairness, policy; :mod:`tenure.enqueue_options` says which option takes which) and the
+dead-letter chain without cycles."""
 
 from __future__ import annotations
 
@@ -15,9 +16,6 @@ POLICIES: tuple[str, ...] = ("standard", "short", "singleton", "stately", "exclu
 
 #: The fairness modes of a queue's claim across its group keys (docs/queues.md, "Fairness").
 FAIRNESS: tuple[str, ...] = ("round_robin",)
-
-_UNSET: Any = object()
-
 
 _LIMIT_MAX = 1_000_000
 
@@ -81,27 +79,6 @@ def _policy(value: Any) -> str:
     return value
 
 
-_QUEUE_ONLY = {"policy", "concurrency_limit", "group_limit", "rate_limit", "group_rate_limit", "fairness",
-               "group_weights"}
-
-
-def _queue_settings(name: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Validated ``{column: value}`` for the options given (``_UNSET`` ones left out)."""
-    out: dict[str, Any] = {}
-    for option, value in options.items():
-        if value is _UNSET:
-            continue
-        column, check = _QUEUE_OPTIONS[option]
-        checked = check(value)
-        if "," in column:
-            out.update(zip(column.split(","), checked, strict=True))
-        else:
-            out[column] = checked
-    if out.get("dead_letter") == name:
-        raise InvalidArgument(f"queue {name!r} cannot be its own dead-letter queue")
-    return out
-
-
 def _refuse_cycle(name: str, graph: dict[str, str | None]) -> None:
     """:class:`DeadLetterCycle` when following dead-letter queues from ``name`` comes back to it:
     along such a cycle one job's copies would die and be copied forever (docs/queues.md)."""
@@ -114,25 +91,3 @@ def _refuse_cycle(name: str, graph: dict[str, str | None]) -> None:
                 f"a cycle ({' -> '.join(path)}), along which one job's copies would run forever",
                 queue=name, cycle=path)
         current = graph.get(current)
-
-
-#: Queue option -> (column, validator). Durations are seconds (or timedeltas) in the API.
-_QUEUE_OPTIONS: dict[str, tuple[str, Any]] = {
-    "policy": ("policy", lambda x: _policy("standard" if x is None else x)),
-    "max_attempts": ("max_attempts",
-                     lambda x: v.positive_int(x, "max_attempts", maximum=v.MAX_ATTEMPTS_LIMIT, allow_none=True)),
-    "retry_delay": ("retry_delay_ms", lambda x: _seconds(x, "retry_delay")),
-    "retry_backoff": ("retry_backoff", lambda x: _flag(x, "retry_backoff")),
-    "retry_delay_max": ("retry_delay_max_ms", lambda x: _seconds(x, "retry_delay_max", positive=True)),
-    "timeout": ("timeout_ms", lambda x: _seconds(x, "timeout", positive=True)),
-    "retention": ("retention_ms", lambda x: _seconds(x, "retention", positive=True)),
-    "delete_after": ("delete_after_ms", lambda x: _seconds(x, "delete_after")),
-    "dead_letter": ("dead_letter", lambda x: None if x is None else v.name(x, "dead_letter")),
-    "concurrency_limit": ("concurrency_limit", lambda x: _limit(x, "concurrency_limit")),
-    "group_limit": ("group_limit", lambda x: _limit(x, "group_limit")),
-    # A rate is two columns: (N, period_ms).
-    "rate_limit": ("rate_limit,rate_period_ms", lambda x: _rate(x, "rate_limit")),
-    "group_rate_limit": ("group_rate_limit,group_rate_period_ms", lambda x: _rate(x, "group_rate_limit")),
-    "fairness": ("fairness", _fairness),
-    "group_weights": ("group_weights", _weights),
-}

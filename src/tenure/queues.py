@@ -13,28 +13,25 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
+from . import enqueue_options as eo
 from .engine.base import Session
 from .engine.rows import JobRow, NewJob
 from .errors import InvalidArgument, QueueNotEmpty, QueueNotFound
 from .ids import new_job_id
 from .jobs import DEFAULT_MAX_ATTEMPTS
 from .jobs_base import NotStreamable
-from .queue_settings import (
-    _QUEUE_ONLY,
-    _UNSET,
-    _flag,
-    _queue_settings,
-    _refuse_cycle,
-    _seconds,
-)
+from .queue_settings import _flag, _refuse_cycle
 from .rate_window import GROUP_SCOPE, QUEUE_SCOPE, format_rate, in_window, load, parse_rate
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .enqueue_options import QueueOptions
     from .store import Store
 
 #: Rows per transaction of a redrive.
@@ -113,20 +110,13 @@ class QueuedJob(NewJob):
 _NEW_JOB_FIELDS = tuple(f.name for f in fields(NewJob))
 
 
-# -- validation ------------------------------------------------------------------------------------
-
-
-#: Enqueue options this module adds to ``jobs.enqueue`` (seconds, like ``delay``/``timeout``).
-JOB_OPTIONS: dict[str, tuple[str, Any]] = {
-    "retry_delay": ("retry_delay_ms", lambda x: _seconds(x, "retry_delay")),
-    "retry_backoff": ("retry_backoff", lambda x: _flag(x, "retry_backoff")),
-    "retry_delay_max": ("retry_delay_max_ms", lambda x: _seconds(x, "retry_delay_max", positive=True)),
-    "retention": ("retention_ms", lambda x: _seconds(x, "retention", positive=True)),
-    "delete_after": ("delete_after_ms", lambda x: _seconds(x, "delete_after")),
-    "dead_letter": ("dead_letter", lambda x: None if x is None else v.name(x, "dead_letter")),
-    "debounce": ("debounce_ms", lambda x: _seconds(x, "debounce", positive=True)),
-    "singleton_next_slot": ("singleton_next_slot", lambda x: _flag(x, "singleton_next_slot")),
-}
+def _queue_settings(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated ``{column: value}`` for the options given, by the verdicts of
+    :mod:`tenure.enqueue_options` (a name a queue does not take: TN1001)."""
+    out = eo.queue_columns(options)
+    if out.get("dead_letter") == name:
+        raise InvalidArgument(f"queue {name!r} cannot be its own dead-letter queue")
+    return out
 
 
 def _apply_defaults(j: NewJob, q: tuple | None, current: Callable[[], int]) -> bool:
@@ -172,44 +162,21 @@ class Queues:
         self._store = store
 
     # -- the registry ---------------------------------------------------------------------------
-    def create(self, name: str, *, policy: str = _UNSET, max_attempts: int | None = _UNSET,
-               retry_delay: Any = _UNSET, retry_backoff: bool | None = _UNSET, retry_delay_max: Any = _UNSET,
-               timeout: Any = _UNSET, retention: Any = _UNSET, delete_after: Any = _UNSET,
-               dead_letter: str | None = _UNSET, concurrency_limit: int | None = _UNSET,
-               group_limit: int | None = _UNSET, rate_limit: str | None = _UNSET,
-               group_rate_limit: str | None = _UNSET, fairness: str | None = _UNSET,
-               group_weights: dict[str, int] | None = _UNSET) -> Queue:
+    def create(self, name: str, **options: Unpack[QueueOptions]) -> Queue:
         """Create queue ``name``, or set the given options on it if it exists (options not given
         are left as they are; pass ``None`` to clear one back to the built-in default). Answers
-        the record. Durations are seconds (or timedeltas).
+        the record. Durations are seconds (or timedeltas). The options: the ``queue`` column of
+        docs/enqueue-options.md; any other name is TN1001 with the nearest one.
 
         ``policy`` is one of :data:`tenure.queue_settings.POLICIES` and may change only while the queue holds no live
         (pending, leased or failed) job: :class:`QueueNotEmpty` otherwise."""
-        settings = _queue_settings(v.name(name, "queue"), dict(
-            policy=policy, max_attempts=max_attempts, retry_delay=retry_delay, retry_backoff=retry_backoff,
-            retry_delay_max=retry_delay_max, timeout=timeout, retention=retention, delete_after=delete_after,
-            dead_letter=dead_letter, concurrency_limit=concurrency_limit, group_limit=group_limit,
-            rate_limit=rate_limit, group_rate_limit=group_rate_limit, fairness=fairness,
-            group_weights=group_weights))
-        return self._put(name, settings, create=True)
+        return self._put(name, _queue_settings(v.name(name, "queue"), options), create=True)
 
-    def update(self, name: str, *, policy: str = _UNSET, max_attempts: int | None = _UNSET,
-               retry_delay: Any = _UNSET, retry_backoff: bool | None = _UNSET, retry_delay_max: Any = _UNSET,
-               timeout: Any = _UNSET, retention: Any = _UNSET, delete_after: Any = _UNSET,
-               dead_letter: str | None = _UNSET, concurrency_limit: int | None = _UNSET,
-               group_limit: int | None = _UNSET, rate_limit: str | None = _UNSET,
-               group_rate_limit: str | None = _UNSET, fairness: str | None = _UNSET,
-               group_weights: dict[str, int] | None = _UNSET) -> Queue:
+    def update(self, name: str, **options: Unpack[QueueOptions]) -> Queue:
         """Change the given options of an existing queue (``None`` clears one); answers the new
         record. :class:`QueueNotFound` when there is no such queue. New values apply to jobs
         enqueued from now on, and the limits to the next claim."""
-        settings = _queue_settings(v.name(name, "queue"), dict(
-            policy=policy, max_attempts=max_attempts, retry_delay=retry_delay, retry_backoff=retry_backoff,
-            retry_delay_max=retry_delay_max, timeout=timeout, retention=retention, delete_after=delete_after,
-            dead_letter=dead_letter, concurrency_limit=concurrency_limit, group_limit=group_limit,
-            rate_limit=rate_limit, group_rate_limit=group_rate_limit, fairness=fairness,
-            group_weights=group_weights))
-        return self._put(name, settings, create=False)
+        return self._put(name, _queue_settings(v.name(name, "queue"), options), create=False)
 
     def _put(self, name: str, settings: dict[str, Any], *, create: bool) -> Queue:
         store = self._store
@@ -312,23 +279,9 @@ class Queues:
         return _queue(row)
 
     # -- enqueue-time resolution (called by tenure.jobs) ----------------------------------------
-    def job_options(self, options: dict[str, Any]) -> dict[str, Any] | None:
-        """Validate the enqueue options this module adds (see :data:`JOB_OPTIONS`); answers
-        ``{column: value}``, or None when one is unknown (the caller names them)."""
-        for name in options:
-            if name in _QUEUE_ONLY:
-                raise InvalidArgument(f"{name} is a queue setting, not a job option: "
-                                      f"store.queues.create(queue, {name}=...)")
-        if any(name not in JOB_OPTIONS for name in options):
-            return None
-        out = {}
-        for name, value in options.items():
-            column, check = JOB_OPTIONS[name]
-            out[column] = check(value)
-        return out
-
     def apply_job_options(self, new: NewJob, options: dict[str, Any]) -> QueuedJob:
-        """``new`` with the validated options of :meth:`job_options` applied."""
+        """``new`` with the options checked by :func:`tenure.enqueue_options.checked` that are not
+        columns of :class:`NewJob` itself (``{column: value}``) applied, and their rules together."""
         job = QueuedJob(**{f: getattr(new, f) for f in _NEW_JOB_FIELDS})
         for column, value in options.items():
             if value is not None:
@@ -559,22 +512,15 @@ class Queues:
     ) -> builtins.list[str | None]:
         """Enqueue one job of kind ``event`` with ``payload`` on every queue subscribed to
         ``event``, in one transaction; answers the ids in queue-name order ([] when nothing is
-        subscribed). ``options`` are ``jobs.enqueue``'s (each queue's defaults still apply);
+        subscribed). ``options`` are the ``publish`` column of docs/enqueue-options.md (each queue's defaults still apply);
         ``conn=`` writes in the caller's own transaction (the outbox)."""
         v.name(event, "event")
-        for bad in ("id", "queue", "kind"):
-            if bad in options:
-                raise InvalidArgument(f"publish takes no {bad}: it makes one job of kind {event!r} per "
-                                      "subscribed queue")
+        eo.refuse(options, eo.PUBLISH)
         store = self._store
         view = store.jobs
-        known = ("run_at", "delay", "max_attempts", "priority", "timeout", "singleton_key", "singleton_for",
-                 "group_key")
-        args = {k: options.pop(k, None) for k in known}
-        args["priority"] = args["priority"] or 0
 
         def build(queues: list[str]) -> list[NewJob]:
-            return [view._build(event, payload, id=None, queue=q, options=dict(options), **args) for q in queues]
+            return [view._build(event, payload, {**options, "queue": q}) for q in queues]
 
         now = store._now()
         if conn is not None:

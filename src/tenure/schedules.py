@@ -35,6 +35,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
+from . import enqueue_options as eo
 from .cron import Cron, parse
 from .errors import InvalidArgument, InvalidSchedule, TenureError
 
@@ -57,13 +58,6 @@ DEFAULT_MISFIRE_GRACE_MS = 60_000
 FIRE_BATCH = 500
 #: Most due schedules one pass looks at.
 DUE_BATCH = 200
-#: Enqueue options a schedule may carry (plus any queue-level option ``store.queues`` accepts).
-ENQUEUE_OPTIONS = ("max_attempts", "priority", "timeout", "singleton_key", "singleton_for", "group_key")
-_NOT_OPTIONS = {"id": "each fire's id is cron:<name>:<fire ms>", "run_at": "each fire runs at its boundary",
-                "delay": "each fire runs at its boundary", "conn": "fires are written by tenure",
-                "queue": "pass queue= to add()", "payload": "pass payload= to add()"}
-
-
 @dataclass(frozen=True, slots=True)
 class Schedule:
     """A stored schedule. Times are epoch ms; ``next_fire_at`` is None when it never fires again;
@@ -135,7 +129,8 @@ class Schedules:
             catch_up: str = DEFAULT_CATCH_UP) -> Schedule:
         """Create or change the schedule ``(name, key)``: at each boundary of ``cron`` in zone ``tz``,
         enqueue ``kind`` with ``payload`` on ``queue`` (None: the default queue) with the enqueue
-        ``options`` (``max_attempts``, ``priority``, ``timeout``, ``singleton_key``, ...).
+        ``options`` (``max_attempts``, ``priority``, ``timeout``, ``singleton_key``, ...: the
+        ``schedule`` column of docs/enqueue-options.md).
 
         An invalid expression, an unknown zone or a bad policy raises :class:`InvalidSchedule`
         naming the field (``exc.details["field"]``); nothing is written. Re-adding an identical
@@ -172,9 +167,10 @@ class Schedules:
         if not isinstance(opts, dict):
             raise InvalidSchedule(f"options must be a dict of enqueue options, got {type(opts).__name__}",
                                   field="options")
-        for bad, why in _NOT_OPTIONS.items():
-            if bad in opts:
-                raise InvalidSchedule(f"options may not contain {bad!r}: {why}", field=f"options.{bad}")
+        for bad in sorted(set(opts) - eo.names(eo.SCHEDULE), key=str):
+            if bad in eo.OPTIONS:  # an option of other surfaces: say why not here, naming the field
+                raise InvalidSchedule(eo.refusal(bad, eo.SCHEDULE).message, field=f"options.{bad}")
+            raise eo.refusal(bad, eo.SCHEDULE)
         opts = {k: _jsonable(val) for k, val in opts.items()}
         # A dry run of the enqueue validates kind, payload, queue and every option now, not at 3am.
         self._build(kind, payload, queue, opts, fire_job_id(name, key, 0), 0)
@@ -185,13 +181,8 @@ class Schedules:
 
     def _build(self, kind: str, payload: Any, queue: str | None, opts: dict[str, Any], job_id: str,
                fire_ms: int) -> NewJob:
-        known = {k: opts[k] for k in ENQUEUE_OPTIONS if k in opts}
-        extra = {k: val for k, val in opts.items() if k not in ENQUEUE_OPTIONS}
-        return self._store.jobs._build(
-            kind, payload, id=job_id, run_at=fire_ms, delay=None, max_attempts=known.get("max_attempts"),
-            queue=queue or "default", priority=known.get("priority", 0), timeout=known.get("timeout"),
-            singleton_key=known.get("singleton_key"), singleton_for=known.get("singleton_for"),
-            group_key=known.get("group_key"), options=extra)
+        return self._store.jobs._build(kind, payload, {**opts, "id": job_id, "run_at": fire_ms,
+                                                      "queue": queue or "default"})
 
     def remove(self, name: str, *, key: str = "") -> bool:
         """Delete the schedule ``(name, key)``; True when it existed. Jobs it already enqueued stay."""

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .. import enqueue_options as eo
 from ..errors import TenureError
 from .common import (
     _close,
-    _duration_option,
     _payload,
     _rich_console,
     emit_json,
@@ -40,40 +40,77 @@ def _jsonl_lines(path: str) -> list[str]:
                                  param_hint="--from-file") from None
 
 
+#: How each form of flag value in the table (:class:`tenure.enqueue_options.Cli`) is declared
+#: to click and read into the option's value.
+_FORMS: dict[str, tuple[dict[str, Any], Callable[[Any, str], Any]]] = {
+    "text": ({}, lambda value, flag: value),
+    "int": ({"type": int}, lambda value, flag: value),
+    "int>=1": ({"type": click.IntRange(min=1)}, lambda value, flag: value),
+    "duration": ({"metavar": "DURATION"}, parse_duration),
+    "json": ({"metavar": "JSON"}, _payload),
+    "text*": ({"multiple": True}, lambda value, flag: list(value) or None),
+}
+#: A flag's value when it is not given (a repeatable flag's is an empty tuple).
+_ABSENT = (None, ())
+
+
+def _help(option: eo.Option) -> str:
+    extra = {"duration": " (e.g. 30s, 15m, 2h, 7d)", "text*": " (repeat for several)"}.get(
+        option.cli.form if option.cli else "", "")
+    return option.doc[:1].upper() + option.doc[1:] + extra + "."
+
+
+def option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``tenure enqueue`` flags of every option of the table's ``cli`` surface that has one
+    (``KIND`` is the argument), each passed to the command under the option's name."""
+    for name, option in reversed(eo.on(eo.CLI).items()):
+        if option.cli is not None:
+            declared, _ = _FORMS[option.cli.form]
+            command = click.option(option.cli.flag, name, default=None, help=_help(option), **declared)(command)
+    return command
+
+
+def flag_values(flags: dict[str, Any]) -> dict[str, Any]:
+    """The given flags as enqueue options, each read by its form (a duration as seconds, JSON
+    parsed); flags not given are left out."""
+    out = {}
+    for name, value in flags.items():
+        if value in _ABSENT:
+            continue
+        cli = eo.OPTIONS[name].cli
+        assert cli is not None  # option_flags declared only flags of the table
+        out[name] = _FORMS[cli.form][1](value, cli.flag)
+    return out
+
+
 @main.command()
 @click.argument("kind", required=False)
 @url_option
-@click.option("--payload", default=None, metavar="JSON", help="The job's payload, as JSON.")
 @click.option("--app", "app_spec", default=None, metavar="MODULE:APP",
               help="Check KIND's arguments against the signature of APP's task of that name before "
                    "writing (a plain JSON object is its keyword arguments; see docs/tasks.md).")
-@click.option("--queue", default="default", show_default=True)
-@click.option("--priority", default=0, show_default=True, type=int, help="Higher runs first.")
-@_duration_option("--delay", help="Run no earlier than this from now")
-@click.option("--id", "job_id", default=None, help="Caller-chosen job id (idempotent enqueue).")
-@click.option("--max-attempts", default=None, type=click.IntRange(min=1))
-@click.option("--tag", "tags", multiple=True, help="A tag for the job (repeat for several).")
-@click.option("--meta", default=None, metavar="JSON", help="The job's meta, a JSON object.")
+@option_flags
 @click.option("--from-file", "from_file", default=None, metavar="PATH",
               help="Bulk-load a JSON-lines file ('-' for stdin): one object per line with enqueue's keys.")
 @click.option("--batch-size", default=1000, show_default=True, type=click.IntRange(min=1, max=100_000),
               help="Jobs per statement batch with --from-file (the whole file is one transaction).")
 @json_option
-def enqueue(kind: str | None, url: str | None, payload: str | None, app_spec: str | None, queue: str, priority: int,
-            delay: str | None, job_id: str | None, max_attempts: int | None, tags: tuple[str, ...],
-            meta: str | None, from_file: str | None, batch_size: int, as_json: bool) -> None:
+def enqueue(kind: str | None, url: str | None, app_spec: str | None, from_file: str | None, batch_size: int,
+            as_json: bool, **flags: Any) -> None:
     """Enqueue one job (KIND --payload JSON), or many with --from-file jobs.jsonl.
 
     Each line of the file is an object such as {"kind": "email.send", "payload": {...},
     "queue": "emails", "priority": 5, "delay": 30}; KIND, when given, is the default kind.
     For a task, a plain JSON object is its keyword arguments; with --app MODULE:APP they are
     checked against the task's signature first (TN1002, nothing written).
+    Every flag and line key: docs/enqueue-options.md.
     """
     if from_file is not None:
         if app_spec is not None:
             raise click.UsageError("--app checks one job's arguments; it does not apply to --from-file")
-        if payload is not None or job_id is not None:
-            raise click.UsageError("--payload and --id apply to one job; put them on each line with --from-file")
+        given = [eo.OPTIONS[n].cli.flag for n, val in flags.items() if val not in _ABSENT]  # type: ignore[union-attr]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} apply to one job; put them on each line with --from-file")
         text = _jsonl_lines(from_file)
         store = open_store(url)
         try:
@@ -87,19 +124,17 @@ def enqueue(kind: str | None, url: str | None, payload: str | None, app_spec: st
         return
     if kind is None:
         raise click.UsageError("give KIND (and --payload JSON), or --from-file PATH")
-    body = _payload(payload, "--payload")
+    options = flag_values(flags)
+    body = options.pop("payload", None)
     if app_spec is not None:
         from ..task_args import checked_payload
 
         body = checked_payload(load_app(app_spec), kind, body)
-    delay_s = None if delay is None else parse_duration(delay, "--delay")
     store = open_store(url)
     try:
-        new_id = store.jobs.enqueue(kind, body, queue=queue, priority=priority, delay=delay_s, id=job_id,
-                                    max_attempts=max_attempts, tags=list(tags) or None,
-                                    meta=None if meta is None else _payload(meta, "--meta"))
+        new_id = store.jobs.enqueue(kind, body, **options)
         if app_spec is None:  # --app already checked KIND against the tasks
-            _warn_unhandled(store, queue, kind)
+            _warn_unhandled(store, options.get("queue", "default"), kind)
     finally:
         _close(store)
     if as_json:

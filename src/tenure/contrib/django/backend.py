@@ -37,6 +37,7 @@ from typing import Any
 from django.db import connections
 
 import tenure
+from tenure import enqueue_options as eo
 from tenure.errors import InvalidArgument, InvalidType, TenureError
 from tenure.records import Job
 
@@ -106,6 +107,18 @@ def task(function: Any = None, *, max_attempts: int | None = None, **options: An
     return wrap(function) if function is not None else wrap
 
 
+def enqueue_options(task: Task) -> dict[str, Any]:
+    """The enqueue options a Django task carries: each option of the table's ``django`` surface
+    read from its attribute (``queue_name``, ``priority``, ``run_after``, ``max_attempts``),
+    those that are not set (None) left out (docs/enqueue-options.md)."""
+    out: dict[str, Any] = {}
+    for name, option in eo.on(eo.DJANGO).items():
+        value = getattr(task, option.django or name, None)
+        if value is not None:
+            out[name] = value
+    return out
+
+
 def _ms_to_dt(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
 
@@ -163,10 +176,8 @@ class TenureBackend(BaseTaskBackend):
         args, kwargs = normalize_json(list(args)), normalize_json(dict(kwargs))
         _check_signature(task, args, kwargs)
         payload = {"args": args, "kwargs": kwargs, "backend": self.alias}
-        options: dict[str, Any] = {"queue": task.queue_name, "priority": task.priority,
-                                   "max_attempts": getattr(task, "max_attempts", None) or self.max_attempts}
-        if task.run_after is not None:
-            options["run_at"] = task.run_after
+        options = enqueue_options(task)
+        options.setdefault("max_attempts", self.max_attempts)
         store = self.store
         conn = self._outbox_connection()
         job_id = store.jobs.enqueue(task.module_path, payload, conn=conn, **options)

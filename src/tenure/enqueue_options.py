@@ -84,18 +84,18 @@ class Option:
 # -- the verdicts the table names ------------------------------------------------------------------
 
 #: Kind and queue names already found valid, so a bulk enqueue checks each name once.
-_VALID_NAMES: set[str] = set()
+VALID_NAMES: set[str] = set()
 _VALID_NAMES_MAX = 10_000
 
 
 def checked_name(value: Any, what: str) -> str:
     """``v.name`` of a kind or queue name, costing no call for a name already found valid."""
-    if type(value) is str and value in _VALID_NAMES:
+    if type(value) is str and value in VALID_NAMES:
         return value
     v.name(value, what)
-    if len(_VALID_NAMES) >= _VALID_NAMES_MAX:
-        _VALID_NAMES.clear()
-    _VALID_NAMES.add(value)
+    if len(VALID_NAMES) >= _VALID_NAMES_MAX:
+        VALID_NAMES.clear()
+    VALID_NAMES.add(value)
     return value
 
 
@@ -138,7 +138,7 @@ _OPTIONS: tuple[Option, ...] = (
     Option("payload", "JSON", None, "payload", frozenset({MANY, CLI, FILE}), "spec 2.4",
            "the job's input, any JSON value (enqueue's second argument)", cli=Cli("--payload", "json"),
            why_not={SCHEDULE: "pass payload= to add()"}),
-    Option("id", "job id", v.job_id, "id", frozenset({ENQUEUE, MANY, TASK, FILE, CLI}), "spec 2.3",
+    Option("id", "job id", lambda x: None if x is None else v.job_id(x), "id", frozenset({ENQUEUE, MANY, TASK, FILE, CLI}), "spec 2.3",
            "the caller's id: enqueueing an existing id changes nothing and answers it",
            cli=Cli("--id", "text"),
            why_not={SCHEDULE: "each fire's id is cron:<name>:<fire ms>",

@@ -13,7 +13,7 @@ from . import dependencies
 from . import enqueue_options as eo
 from .checkpoints import Checkpoints
 from .engine.rows import NewJob
-from .enqueue_options import checked_name
+from .enqueue_options import VALID_NAMES, checked_name
 from .errors import (
     InvalidArgument,
     InvalidType,
@@ -41,8 +41,10 @@ def _is_plain(spec: Any) -> bool:
 
 def _check_names(kind: Any, queue: Any) -> None:
     """``v.name`` of a job's kind and queue, costing no call for a name already found valid."""
-    checked_name(kind, "kind")
-    checked_name(queue, "queue")
+    if type(kind) is not str or kind not in VALID_NAMES:
+        checked_name(kind, "kind")
+    if type(queue) is not str or queue not in VALID_NAMES:
+        checked_name(queue, "queue")
 
 #: Pauses before each repeat of an enqueue whose connection broke under it (same ids; a repeat of
 #: one that did commit changes nothing). Never inside the caller's transaction.
@@ -224,7 +226,8 @@ class _JobsBase:
         them, each by its verdict in :mod:`tenure.enqueue_options`, then the rules across options.
         ``minted`` supplies the id when none is given."""
         store = self._store
-        checked_name(kind, "kind")
+        if type(kind) is not str or kind not in VALID_NAMES:  # a name seen valid costs no call
+            checked_name(kind, "kind")
         text = None if payload is None else v.dump_json(payload, "payload", store.max_payload_bytes)
         if not options:  # the common case: no option, no further call
             new = NewJob(new_job_id() if minted is None else next(minted), kind, text, "default", 0, None, 0, 0)

@@ -230,3 +230,10 @@ def test_a_queue_default_is_the_table_s_verdict_too(store) -> None:
             assert exc.code == "TN1001" and "retry_delay_max" in str(exc)
         else:
             raise AssertionError(f"{surface} took retry_delay_max=0")
+
+
+def test_an_option_given_as_none_is_an_option_not_given(store) -> None:
+    absent = {name: None for name in eo.names(eo.MANY) if name not in ("kind", "queue", "priority")}
+    job_id = store.jobs.enqueue_many([{"kind": "k", **absent}])[0]
+    job = store.jobs.get(job_id)
+    assert job is not None and job.payload is None and job.max_attempts == 5 and job.run_at is not None

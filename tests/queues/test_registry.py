@@ -79,8 +79,13 @@ def test_bad_queue_name_and_unknown_option(store):
         store.queues.create("has space")
     with refused("TN1002"):
         store.queues.create(7)
-    with pytest.raises(TypeError):
+    # an unknown option is the same coded refusal as on every surface (docs/enqueue-options.md)
+    with refused("TN1001"):
         store.queues.create("q", colour="red")
+    with refused("TN1001") as info:
+        store.queues.create("q", concurency_limit=2)
+    assert "did you mean 'concurrency_limit'?" in str(info.value)
+    assert "q" not in [q.name for q in store.queues.list()]
 
 
 def test_enqueue_creates_an_unknown_queue_with_builtin_defaults(store, clock):

@@ -126,7 +126,7 @@ _QUEUE_SETTING = "a queue setting, not a job option: store.queues.create(queue, 
 
 def _queue_only(name: str) -> dict[str, str]:
     why = _QUEUE_SETTING.format(name)
-    return {s: why for s in (ENQUEUE, MANY, SIGNATURE, SCHEDULE, FILE)}
+    return {s: why for s in (ENQUEUE, MANY, SIGNATURE, PUBLISH, SCHEDULE, FILE)}
 
 
 _OPTIONS: tuple[Option, ...] = (

@@ -124,3 +124,11 @@ def test_refuse_names_the_same_option_whatever_the_order() -> None:
         with pytest.raises(InvalidArgument, match="alpha_opt"):
             eo.refuse(given, eo.ENQUEUE)
     eo.refuse(["queue", "priority"], eo.ENQUEUE)  # accepted: no error
+
+
+def test_tenure_queues_create_and_update_have_a_flag_per_queue_option() -> None:
+    from tenure.cli.queues import queues_create, queues_update
+
+    for command in (queues_create, queues_update):
+        params = {p.name for p in command.params} - {"name", "url", "as_json"}
+        assert params == eo.names(eo.QUEUE), command.name

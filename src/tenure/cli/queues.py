@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from .. import enqueue_options as eo
 from ..queue_settings import POLICIES
 from ..records import STATES
 from .common import (
@@ -49,7 +50,8 @@ def queues_list(url: str | None, as_json: bool) -> None:
 
 
 def _queue_options(fn: Callable) -> Callable:
-    """The options ``create`` and ``update`` share (each maps to a ``store.queues`` keyword)."""
+    """The options ``create`` and ``update`` share: one flag per ``queue`` option of the table
+    (docs/enqueue-options.md; tests/core/test_enqueue_options.py holds the two equal)."""
     for option in reversed([
         click.option("--max-attempts", type=click.IntRange(min=1), default=None),
         _duration_option("--retry-delay", help="Delay before a retry"),
@@ -82,7 +84,7 @@ def _settings(opts: dict[str, Any]) -> dict[str, Any]:
     for key, value in opts.items():
         if value is None:
             continue
-        if key in ("retry_delay", "retry_delay_max", "timeout", "retention", "delete_after"):
+        if eo.OPTIONS[key].type == "seconds":  # a duration flag: 30s, 15m, 2h, 7d
             value = parse_duration(value, "--" + key.replace("_", "-"))
         if key in ("rate_limit", "group_rate_limit", "fairness") and value.lower() == "none":
             value = None

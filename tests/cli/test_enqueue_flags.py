@@ -10,13 +10,13 @@ import tenure
 from tenure import enqueue_options as eo
 
 
-def test_every_flag_reaches_the_job(cli, cli_url):
+def test_every_flag_reaches_the_job(cli, engine_url):
     flags = {"--payload": '{"a": 1}', "--id": "flagged", "--queue": "q1", "--priority": "2",
              "--delay": "30s", "--max-attempts": "3", "--tag": "t1", "--meta": '{"m": 1}'}
     assert set(flags) == {o.cli.flag for o in eo.on(eo.CLI).values() if o.cli}
     argv = [part for flag, value in flags.items() for part in (flag, value)]
     assert cli("enqueue", "k", *argv, "--tag", "t2", "--json").json() == {"id": "flagged"}
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         job = store.jobs.get("flagged")
         assert job is not None
@@ -27,7 +27,7 @@ def test_every_flag_reaches_the_job(cli, cli_url):
         store.close()
 
 
-def test_a_one_job_flag_with_from_file_is_refused(cli, cli_url, tmp_path):
+def test_a_one_job_flag_with_from_file_is_refused(cli, engine_url, tmp_path):
     path = tmp_path / "jobs.jsonl"
     path.write_text(json.dumps({"kind": "k"}) + "\n")
     refused = cli("enqueue", "--from-file", str(path), "--queue", "other", "--tag", "x", expect=2)
@@ -36,7 +36,7 @@ def test_a_one_job_flag_with_from_file_is_refused(cli, cli_url, tmp_path):
     bad_key.write_text(json.dumps({"kind": "k", "max_atempts": 2}) + "\n")
     typo = cli("enqueue", "--from-file", str(bad_key), expect=2)
     assert "did you mean 'max_attempts'?" in typo.err and "line 1" in typo.err
-    store = tenure.connect(cli_url)
+    store = tenure.connect(engine_url)
     try:
         assert store.jobs.page().items == []
     finally:

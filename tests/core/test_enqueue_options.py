@@ -132,3 +132,10 @@ def test_tenure_queues_create_and_update_have_a_flag_per_queue_option() -> None:
     for command in (queues_create, queues_update):
         params = {p.name for p in command.params} - {"name", "url", "as_json"}
         assert params == eo.names(eo.QUEUE), command.name
+
+
+def test_the_operations_page_lists_the_table_s_flags() -> None:
+    page = (ROOT / "docs" / "operations.md").read_text()
+    row = next(line for line in page.splitlines() if line.startswith("| `tenure enqueue KIND --payload"))
+    listed = set(re.findall(r"--[a-z-]+", row.split("|")[1]))
+    assert listed == {o.cli.flag for o in eo.on(eo.CLI).values() if o.cli}

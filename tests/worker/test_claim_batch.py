@@ -67,3 +67,36 @@ def test_256_slots_drain_every_job_once_and_never_run_more_than_256(any_store, m
     with any_store.transaction() as tx:  # claimed exactly once each: one attempt, one lease
         twice = tx.execute("SELECT count(*) FROM tenure_jobs WHERE attempts <> 1 OR lease_generation <> 1")
         assert list(twice)[0][0] == 0
+
+
+def test_settlers_split_the_batches_of_many_slots(any_store, make_worker):
+    """On PostgreSQL, at 256 slots each of the two settlers stops its batch at its share (128), so
+    the other settler's round trip overlaps it instead of one settler taking every finished
+    attempt; every job still runs once. SQLite keeps one settler, whose batch takes everything."""
+    jobs = any_store.jobs
+    n = 1500
+    jobs.enqueue_many([{"kind": "k", "payload": {"i": i}} for i in range(n)])
+    batches: list[int] = []
+    complete_many, complete_and_claim = jobs.complete_many, jobs.complete_and_claim
+
+    def spy_complete(items, *args, **kwargs):
+        batches.append(len(items))
+        return complete_many(items, *args, **kwargs)
+
+    def spy_refill(items, *args, **kwargs):
+        batches.append(len(items))
+        return complete_and_claim(items, *args, **kwargs)
+
+    jobs.complete_many, jobs.complete_and_claim = spy_complete, spy_refill  # the store underneath is real
+    seen: list[int] = []
+    w = make_worker(any_store, {"k": lambda payload, ctx: seen.append(payload["i"])}, concurrency=256,
+                    poll_interval=0.01)
+    w.start()
+    deadline = time.monotonic() + 120
+    while jobs.counts().get("done", 0) < n:
+        assert time.monotonic() < deadline, jobs.counts()
+        time.sleep(0.02)
+    assert w.stop().drained
+    assert sorted(seen) == list(range(n)) and sum(batches) == n
+    if not any_store.engine.exclusive_gate:
+        assert max(batches) <= 128

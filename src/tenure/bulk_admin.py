@@ -133,7 +133,7 @@ def delete(store: Store, job_id: str) -> bool:
     if row is None:
         return False
     raise JobRunning(
-        f"cannot delete job {job_id!r}: it is running (a live lease, generation {row[9]}); "
+        f"cannot delete job {job_id!r}: it is running (a live lease, generation {row.lease_generation}); "
         "cancel it first (jobs.request_cancel) or wait for it to settle",
         job_id=job_id,
     )

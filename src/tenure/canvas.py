@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import enqueue_options as eo
-from .engine.base import PARENT_FAILURE_POLICIES
+from .engine.rows import PARENT_FAILURE_POLICIES
 from .errors import InvalidArgument, InvalidType, JobCancelled, JobDead, ResultTimeout
 from .handle import Handle
 from .ids import new_job_id

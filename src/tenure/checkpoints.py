@@ -56,7 +56,8 @@ class Checkpoints:
         lease = self.lease
         with self._view._session() as s:
             rows = s.checkpoint_list(lease.job_id, lease.generation)
-        return [Checkpoint(lease.job_id, n, None if val is None else _loads(val), g) for n, val, g in rows]
+        return [Checkpoint(lease.job_id, r.node_id, None if r.value is None else _loads(r.value), r.generation)
+                for r in rows]
 
     def load(self) -> dict[str, Any]:
         """``{node_id: value}`` for generations <= this attempt's (its predecessors' work)."""

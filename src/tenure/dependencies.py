@@ -27,8 +27,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
-from .engine.base import PARENT_FAILURE_POLICIES, Edge, Session
-from .engine.rows import NewJob
+from .engine.base import Session
+from .engine.rows import PARENT_FAILURE_POLICIES, Edge, NewJob
 from .errors import DependencyCycle, InvalidArgument, InvalidType, ParentFailed, UnknownParent
 from .records import Dependency, Job
 
@@ -187,10 +187,9 @@ def edges_of(store: Store, job_id: str, parents: bool) -> list[Dependency]:
         rows = s.dependency_list(job_id, parents)
     out = []
     for r in rows:
-        other, position, policy, released, row = r[0], r[1], r[2], r[3], tuple(r[4:])
-        job: Job | None = row_to_job(row) if row[0] is not None else None
-        child, parent = (job_id, other) if parents else (other, job_id)
-        out.append(Dependency(child, parent, int(position), policy, bool(released), job))
+        job: Job | None = None if r.job is None else row_to_job(r.job)
+        child, parent = (job_id, r.other_id) if parents else (r.other_id, job_id)
+        out.append(Dependency(child, parent, int(r.position), r.policy, r.released, job))
     return out
 
 

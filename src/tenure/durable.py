@@ -137,8 +137,8 @@ def settle_park(store: Store, lease: Lease, park: Park) -> Job:
             raise _refused(s, store, lease, now, "park")
         # After the row lock (the snooze): a child settling concurrently either committed before
         # this count (seen) or waits on this row and wakes it once this commits (the trigger).
-        if row[4] > now and (park.children and s.job_children_open(lease.job_id) == 0 or park.any_of and any(
-                r[3] in SETTLED for r in s.job_get_many(park.any_of))):
+        if row.run_at > now and (park.children and s.job_children_open(lease.job_id) == 0 or park.any_of and any(
+                r.state in SETTLED for r in s.job_get_many(park.any_of))):
             s.job_wake(lease.job_id, now)
             row = s.job_get(lease.job_id) or row
     job = row_to_job(row)
@@ -253,8 +253,8 @@ class Steps:
             until = rec.get("until") if rec is not None else (None if ms is None else now + ms)
             got = s.signal_take(key, lease.job_id, now)
             if got is not None:
-                done: dict[str, Any] = {"kind": "signal", "key": key, "done": True, "signal": got[0],
-                                        "payload": load_payload(got[1])}
+                done: dict[str, Any] = {"kind": "signal", "key": key, "done": True, "signal": got.id,
+                                        "payload": load_payload(got.payload)}
             elif until is not None and now >= until:
                 done = {"kind": "signal", "key": key, "done": True, "timeout": True, "until": until}
             else:

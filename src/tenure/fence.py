@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
-from .engine.rows import TOKEN_INDEX, JobRow
+from .engine.rows import JobRow
 from .errors import (
     LeaseExpired,
     LeaseNotHeld,
@@ -26,7 +26,7 @@ def refusal(row: JobRow | None, lease: Lease, now: int, what: str) -> TenureErro
     if row is None:
         return LeaseNotHeld(f"cannot {what} job {lease.job_id!r}: no such job (swept, or never enqueued)",
                             job_id=lease.job_id)
-    state, generation, token, until = row[3], row[9], row[TOKEN_INDEX], row[7]
+    state, generation, token, until = row.state, row.lease_generation, row.lease_token, row.lease_until
     if state == "leased":
         if token == lease.token and generation != lease.generation:
             return LeaseSuperseded(
@@ -34,6 +34,7 @@ def refusal(row: JobRow | None, lease: Lease, now: int, what: str) -> TenureErro
                 f"token is generation {generation}'s (a lease is used as claim or renew returned it)",
                 job_id=lease.job_id, held=lease.generation, current=generation)
         if token == lease.token:
+            assert until is not None  # a leased row has an expiry
             return LeaseExpired(
                 f"cannot {what} job {lease.job_id!r}: its lease (generation {generation}) expired "
                 f"{now - until} ms ago", job_id=lease.job_id, overrun_ms=now - until)

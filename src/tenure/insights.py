@@ -17,15 +17,17 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import kinds as _kinds
 from .maintenance import DEFAULT_WORKER_DEAD_AFTER_MS
-from .rate_window import format_rate
+from .rate_window import stored_rate_text
 from .records import STATES
 
 if TYPE_CHECKING:
+    from .engine.rows import QueueStateCount, QueueSummaryRow, TableSize, WorkerRow
     from .store import Store
 
 log = logging.getLogger("tenure.dashboard")
@@ -177,18 +179,19 @@ class Insights:
         return self._summaries(registry, counts)
 
     @staticmethod
-    def _summaries(registry: list[tuple], counts: list[tuple]) -> list[QueueSummary]:
+    def _summaries(registry: Sequence[QueueSummaryRow], counts: Sequence[QueueStateCount]) -> list[QueueSummary]:
         per: dict[str, dict[str, int]] = {}
-        for queue, state, n in counts:
-            per.setdefault(queue, dict.fromkeys(STATES, 0))[state] = int(n)
+        for c in counts:
+            per.setdefault(c.queue, dict.fromkeys(STATES, 0))[c.state] = int(c.jobs)
         out = []
         seen = set()
-        for name, paused, policy, conc, glimit, dlq, _c, _u, rate, rate_ms, grate, grate_ms, fair in registry:
-            seen.add(name)
-            out.append(QueueSummary(name, bool(paused), per.get(name, dict.fromkeys(STATES, 0)),
-                                    policy or "standard", conc, glimit, dlq,
-                                    None if rate is None else format_rate(rate, rate_ms),
-                                    None if grate is None else format_rate(grate, grate_ms), fair))
+        for q in registry:
+            seen.add(q.name)
+            out.append(QueueSummary(q.name, bool(q.paused), per.get(q.name, dict.fromkeys(STATES, 0)),
+                                    q.policy or "standard", q.concurrency_limit, q.group_limit, q.dead_letter,
+                                    stored_rate_text(q.rate_limit, q.rate_period_ms),
+                                    stored_rate_text(q.group_rate_limit, q.group_rate_period_ms),
+                                    q.fairness))
         for name in sorted(set(per) - seen):
             out.append(QueueSummary(name, False, per[name]))
         out.sort(key=lambda q: q.name)
@@ -211,10 +214,10 @@ class Insights:
         since = until - n * bucket_ms
         buckets = [{"t": since + i * bucket_ms, "done": 0, "failed": 0, "dead": 0, "cancelled": 0}
                    for i in range(n)]
-        for b, state, count in session.insight_settled_buckets(since, until, bucket_ms):
-            b = int(b)
-            if 0 <= b < n and state in buckets[b]:
-                buckets[b][state] += int(count)
+        for row in session.insight_settled_buckets(since, until, bucket_ms):
+            b = int(row.bucket)
+            if 0 <= b < n and row.state in buckets[b]:
+                buckets[b][row.state] += int(row.jobs)
         return Throughput(since, until, bucket_ms, buckets)
 
     def workers(self, *, now: int | None = None, limit: int = MAX_WORKERS_SHOWN) -> list[WorkerInfo]:
@@ -226,11 +229,11 @@ class Insights:
             rows = s.insight_workers(limit)
         return [self._worker(r, now) for r in rows]
 
-    def _worker(self, r: tuple, now: int) -> WorkerInfo:
-        wid, host, pid, queues, kinds, conc, started, beat, in_flight, stats = r
-        return WorkerInfo(wid, host, pid, _json_or_text(queues), _json_or_text(kinds), conc, int(started),
-                          int(beat), int(in_flight or 0), _json_or_text(stats),
-                          now - int(beat) <= self.worker_stale_ms)
+    def _worker(self, r: WorkerRow, now: int) -> WorkerInfo:
+        beat = int(r.heartbeat_at)
+        return WorkerInfo(r.id, r.host, r.pid, _json_or_text(r.queues), _json_or_text(r.kinds), r.concurrency,
+                          int(r.started_at), beat, int(r.in_flight or 0), _json_or_text(r.stats),
+                          now - beat <= self.worker_stale_ms)
 
     def unhandled_kinds(self, *, now: int | None = None) -> _kinds.KindsReport:
         """Queued jobs no live worker will run, by queue and kind (see :mod:`tenure.kinds`)."""
@@ -241,7 +244,7 @@ class Insights:
         store = self.store
         store.jobs  # noqa: B018
         with store._session() as s:
-            return [(int(v), n, int(a)) for v, n, a in s.insight_schema_versions()]
+            return [(int(r.version), r.name, int(r.applied_at)) for r in s.insight_schema_versions()]
 
     def overview(self, *, fresh: bool = False) -> Overview:
         """Counts per state and per queue, throughput over the last hour, and workers alive.
@@ -305,7 +308,8 @@ class Insights:
             registry = s.insight_queues()
             sample = self._sample_percent(s.insight_size())
             counts = s.insight_queue_counts(sample)
-            deferred = dict(s.insight_rate_deferred(now)) if any(r[8] or r[10] for r in registry) else {}
+            deferred = {r.queue: r.jobs for r in s.insight_rate_deferred(now)} \
+                if any(r.rate_limit or r.group_rate_limit for r in registry) else {}
         with store._session() as s:
             tp = self._throughput(s, now, WINDOW_MS, BUCKET_MS)
         with store._session() as s:
@@ -314,7 +318,7 @@ class Insights:
             queued = s.insight_queued_kinds(sample)
         live = [_kinds.LiveWorker(_kinds.parse_names(w.queues), _kinds.parse_names(w.kinds))
                 for w in workers if w.alive]
-        report = _kinds.classify(queued, live, [r[5] for r in registry if r[5] is not None], now)
+        report = _kinds.classify(queued, live, [r.dead_letter for r in registry if r.dead_letter is not None], now)
         queues = [dataclasses.replace(q, rate_deferred=deferred[q.name]) if q.name in deferred else q
                   for q in self._summaries(registry, counts)]
         totals = dict.fromkeys(STATES, 0)
@@ -324,9 +328,9 @@ class Insights:
         return Overview(now, totals, queues, tp, sum(1 for w in workers if w.alive), len(workers),
                         store.engine.describe(), kinds=report, estimated=sample is not None)
 
-    def _sample_percent(self, size: tuple[int, int] | None) -> float | None:
+    def _sample_percent(self, size: TableSize | None) -> float | None:
         """The percentage of the jobs table's pages to sample, or None to count every row."""
-        if size is None or size[0] < self.exact_below:
+        if size is None or size.rows < self.exact_below:
             return None
-        pct = 100.0 * self.sample_pages / max(size[1], 1)
+        pct = 100.0 * self.sample_pages / max(size.pages, 1)
         return None if pct >= 100 else pct

@@ -49,16 +49,16 @@ class JobAdmin(_JobsBase):
             row = s.job_cancel(job_id, None if lease is None else lease.token, now)
             if row is None:
                 current = s.job_get(job_id)
-                if current is not None and current[3] == "cancelled":
+                if current is not None and current.state == "cancelled":
                     return False
                 if lease is None:
                     if current is None:
                         raise LeaseNotHeld(f"cannot cancel job {job_id!r}: no such job")
-                    if current[3] == "leased":
-                        raise LeaseRequired(f"job {job_id!r} is claimed (generation {current[9]}): "
+                    if current.state == "leased":
+                        raise LeaseRequired(f"job {job_id!r} is claimed (generation {current.lease_generation}): "
                                             "cancel(job_id, lease=...) needs its current lease")
                     raise LeaseNotHeld(f"cannot cancel job {job_id!r}: it is already settled "
-                                       f"(state {current[3]!r})")
+                                       f"(state {current.state!r})")
                 raise refusal(current, lease, store._now_or(s, now), "cancel") or LeaseNotHeld(
                     f"cannot cancel job {job_id!r}: the attempt already settled it")
         token = lease.token if lease is not None else None
@@ -91,12 +91,12 @@ class JobAdmin(_JobsBase):
                 current = s.job_get(job_id)
                 if current is None:
                     raise LeaseNotHeld(f"cannot requeue job {job_id!r}: no such job")
-                if current[3] == "pending":
+                if current.state == "pending":
                     return False
-                if current[3] == "leased":
-                    raise LeaseRequired(f"job {job_id!r} holds a live lease (generation {current[9]}): "
+                if current.state == "leased":
+                    raise LeaseRequired(f"job {job_id!r} holds a live lease (generation {current.lease_generation}): "
                                         "requeue is not a steal; cancel it with its lease, or wait")
-                raise LeaseNotHeld(f"cannot requeue job {job_id!r}: it is {current[3]!r}")
+                raise LeaseNotHeld(f"cannot requeue job {job_id!r}: it is {current.state!r}")
         store._wake_local()
         return True
 
@@ -160,4 +160,5 @@ class JobAdmin(_JobsBase):
         v.job_id(job_id)
         with self._session() as s:
             rows = s.checkpoint_list(job_id, MAX_GENERATION)  # every generation
-        return [Checkpoint(job_id, n, None if val is None else _loads(val), g) for n, val, g in rows]
+        return [Checkpoint(job_id, r.node_id, None if r.value is None else _loads(r.value), r.generation)
+                for r in rows]

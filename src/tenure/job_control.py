@@ -73,13 +73,13 @@ def request_cancel(store: Store, job_id: str) -> str:
             current = s.job_get(job_id)
         if current is None:
             raise LeaseNotHeld(f"cannot cancel job {job_id!r}: no such job", job_id=job_id)
-        if current[3] == "cancelled":
+        if current.state == "cancelled":
             return UNCHANGED
-        if current[3] in ("done", "dead"):
+        if current.state in ("done", "dead"):
             raise LeaseNotHeld(
-                f"cannot cancel job {job_id!r}: it is already settled (state {current[3]!r})",
+                f"cannot cancel job {job_id!r}: it is already settled (state {current.state!r})",
                 job_id=job_id,
-                state=current[3],
+                state=current.state,
             )
     else:  # pragma: no cover - five races in a row
         raise LeaseNotHeld(f"cannot cancel job {job_id!r}: its state kept changing; try again", job_id=job_id)

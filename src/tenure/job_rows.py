@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _sanitize
-from .engine.rows import RECLAIMED_INDEX, TOKEN_INDEX, JobRow
+from .engine.rows import JobRow
 from .errors import (
     UnreadableJob,
 )
@@ -60,12 +60,20 @@ _claim = positional_builder(Claim)
 def _decoded(r: JobRow) -> Job:
     """The public record for an engine row: JSON decoded, token dropped. Raises what the decoder
     raises on a column that cannot be decoded."""
-    p, res, h, e, t, m = r[2], r[11], r[21], r[22], r[24], r[25]
-    return _job(r[0], r[1], None if p is None else _loads(p), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
-               None if res is None else _loads(res), r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19],
-               r[20], None if h is None else _loads(h), [] if e is None else _loads(e), r[23],
-               [] if t is None else _loads(t), {} if m is None else _loads(m), _progress(r[26]),
-               r[27] or 0)
+    p, res, h, e, t, m = r.payload, r.result, r.headers, r.errors, r.tags, r.meta
+    return _job_of(r, None if p is None else _loads(p), None if res is None else _loads(res),
+                   None if h is None else _loads(h), [] if e is None else _loads(e),
+                   [] if t is None else _loads(t), {} if m is None else _loads(m))
+
+
+def _job_of(r: JobRow, payload: Any, result: Any, headers: Any, errors: Any, tags: Any, meta: Any) -> Job:
+    """The :class:`Job` of row ``r`` with its JSON columns given already decoded. Positional, in
+    :class:`Job`'s field order (the fast builder takes every field so; JobRow's fields are Job's,
+    in order: tests/core/test_engine_contract.py)."""
+    return _job(r.id, r.kind, payload, r.state, r.run_at, r.attempts, r.max_attempts, r.lease_until,
+                r.lease_owner, r.lease_generation, r.last_error, result, r.created_at, r.updated_at, r.queue,
+                r.priority, r.timeout_ms, r.singleton_key, r.group_key, r.dead_letter, r.origin_id, headers,
+                errors, r.cancel_requested_at, tags, meta, _progress(r.progress), r.waiting_on or 0)
 
 
 def _progress(text: str | None) -> Progress | None:
@@ -93,11 +101,9 @@ def row_to_job(r: JobRow) -> Job:
 def _tolerant(r: JobRow) -> Job:
     """:func:`_decoded`, each column that cannot be decoded read as an Undecodable marker."""
     dec = _sanitize.decode_column
-    e, t, m = r[22], r[24], r[25]
-    return _job(r[0], r[1], dec(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], dec(r[11]),
-               r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], dec(r[21]),
-               [] if e is None else dec(e), r[23], [] if t is None else dec(t), {} if m is None else dec(m),
-               _progress(r[26]), r[27] or 0)
+    e, t, m = r.errors, r.tags, r.meta
+    return _job_of(r, dec(r.payload), dec(r.result), dec(r.headers), [] if e is None else dec(e),
+                   [] if t is None else dec(t), {} if m is None else dec(m))
 
 
 def row_to_claim(r: JobRow) -> Claim:
@@ -112,8 +118,16 @@ def row_to_claim(r: JobRow) -> Claim:
         if bad or not isinstance(job.errors, Undecodable):  # an unreadable history alone still runs
             why = "; ".join(f"{name}: {val.reason}" for name, val in bad) or \
                 f"{type(exc).__name__}: {_sanitize.message(exc)}"
-            raise UnreadableJob(f"job {r[0]!r} cannot be decoded ({why}); it was settled dead without "
-                                "running", job_id=r[0]) from exc
+            raise UnreadableJob(f"job {r.id!r} cannot be decoded ({why}); it was settled dead without "
+                                "running", job_id=r.id) from exc
     assert job.lease_owner is not None and job.lease_until is not None  # a claimed row is leased
-    return _claim(job, _lease(job.id, r[TOKEN_INDEX], job.lease_generation, job.attempts, job.lease_owner,
-                              job.lease_until), bool(r[RECLAIMED_INDEX]))
+    assert r.lease_token is not None
+    return _claim(job, _lease(job.id, r.lease_token, job.lease_generation, job.attempts, job.lease_owner,
+                              job.lease_until), bool(r.reclaimed))
+
+
+def lease_of(r: JobRow, owner: str | None = None) -> Lease:
+    """The lease a leased row holds (its token, generation, attempt, owner and expiry); ``owner``
+    overrides the row's (a renewal answers the caller's own)."""
+    assert r.lease_token is not None and r.lease_until is not None  # a leased row
+    return _lease(r.id, r.lease_token, r.lease_generation, r.attempts, owner or r.lease_owner or "", r.lease_until)

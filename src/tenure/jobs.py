@@ -24,7 +24,7 @@ from . import _validate as v
 from .attempt_history import entry_json
 from .engine.base import Session
 from .engine.rows import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS  # re-exported (tenure.queues)
-from .engine.rows import TOKEN_INDEX, JobRow, Settle
+from .engine.rows import JobRow, Settle
 from .errors import (
     DeadlineExceeded,
     InvalidArgument,
@@ -40,7 +40,7 @@ from .fence import check_lease, refusal
 from .handler_control import Discard, Retry
 from .job_admin import JobAdmin
 from .job_control import cancel_abandoned
-from .job_rows import row_to_claim, row_to_job
+from .job_rows import lease_of, row_to_claim, row_to_job
 from .records import Claim, Dependency, Job, Lease, Page
 from .settle_batch import as_met_before_claim, check_items, first_of_each, item_specific, merge, spread
 
@@ -142,7 +142,7 @@ class Jobs(JobAdmin):
             try:
                 out.append(row_to_claim(r))
             except UnreadableJob as err:
-                unreadable.append((Lease(r[0], r[TOKEN_INDEX], r[9], r[5], r[8], r[7]), err))
+                unreadable.append((lease_of(r), err))
         if unreadable:
             try:
                 self.fail_many(unreadable, dead=True)
@@ -164,7 +164,7 @@ class Jobs(JobAdmin):
             if row is None:
                 raise refusal(s.job_get(lease.job_id), lease, store._now_or(s, now), "renew") or \
                     LeaseNotHeld(f"cannot renew job {lease.job_id!r}: the attempt already settled it")
-        return Lease(lease.job_id, row[TOKEN_INDEX], row[9], row[5], lease.owner, row[7])
+        return lease_of(row, lease.owner)
 
     def complete(self, lease: Lease, result: Any = None, *extra: Any) -> None:
         """Settle the attempt as done with ``result`` (JSON). Refused by code when the lease is
@@ -265,8 +265,9 @@ class Jobs(JobAdmin):
         with store._session(cancel) as s:
             cancel_abandoned(store, s)
             now = store._now()
-            done, rows = s.job_complete_and_claim(batch, now, kinds=kinds, queues=queues, owner=owner,
-                                                  lease_ms=lease_ms, limit=limit, instance=instance)
+            got = s.job_complete_and_claim(batch, now, kinds=kinds, queues=queues, owner=owner,
+                                           lease_ms=lease_ms, limit=limit, instance=instance)
+            done, rows = got.settled, got.claimed
             self.rate_wake_at = s.rate_wake_at
             errors = self._answers(s, done, batch, items, now)
             if rows and any(errors):
@@ -392,8 +393,8 @@ class Jobs(JobAdmin):
     def _fail_batch(self, batch: list[Settle], items: list, now, cancel) -> list[Job | TenureError]:
         store = self._store
         with store._transaction_session(cancel) as s:
-            rows = {r[0]: r for r in s.job_fail(batch, now)}
-            dead_rows = [r for r in rows.values() if r[3] == "dead" and r[19]]
+            rows = {r.id: r for r in s.job_fail(batch, now)}
+            dead_rows = [r for r in rows.values() if r.state == "dead" and r.dead_letter]
             if dead_rows:
                 store.queues.dead_letter(s, dead_rows, now)
             shared = len({it.job_id for it in batch}) != len(batch)  # see _answers

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .engine.rows import QueuedKindRow
+from .engine.rows import QueuedKindRow, WorkerRow
 from .maintenance import DEFAULT_WORKER_DEAD_AFTER_MS
 
 if TYPE_CHECKING:
@@ -132,13 +132,12 @@ def parse_names(value: Any) -> frozenset[str] | None:
     return None
 
 
-def live_workers(rows: Iterable[Sequence[Any]], now: int, live_ms: int = LIVE_MS) -> list[LiveWorker]:
-    """The live workers among registry rows in ``tenure_workers`` column order (``id, host, pid,
-    queues, kinds, concurrency, started_at, heartbeat_at, ...``), JSON columns as text or parsed."""
+def live_workers(rows: Iterable[WorkerRow], now: int, live_ms: int = LIVE_MS) -> list[LiveWorker]:
+    """The live workers among worker registry rows (JSON columns as text or parsed)."""
     out = []
     for r in rows:
-        if now - int(r[7]) <= live_ms:
-            out.append(LiveWorker(parse_names(r[3]), parse_names(r[4])))
+        if now - int(r.heartbeat_at) <= live_ms:
+            out.append(LiveWorker(parse_names(r.queues), parse_names(r.kinds)))
     return out
 
 
@@ -197,7 +196,7 @@ def read(store: Store, *, now: int | None = None, live_ms: int = LIVE_MS) -> Kin
     store.jobs  # noqa: B018 - open (and migrate) the store, raising its coded error here
     with store._session() as s:
         now = store._now_or(s, store._now()) if now is None else now
-        letters = [r[5] for r in s.insight_queues() if r[5] is not None]
+        letters = [r.dead_letter for r in s.insight_queues() if r.dead_letter is not None]
         workers = live_workers(s.insight_workers(MAX_WORKERS_READ), now, live_ms)
     with store._session() as s:
         queued = s.insight_queued_kinds()
@@ -213,7 +212,7 @@ def unrunnable(store: Store, queues: Sequence[str] | None, kinds: Iterable[str],
     store.jobs  # noqa: B018
     with store._session() as s:
         now = store._now_or(s, store._now())
-        letters_q = {r[5] for r in s.insight_queues() if r[5] is not None}
+        letters_q = {r.dead_letter for r in s.insight_queues() if r.dead_letter is not None}
         others = live_workers(s.insight_workers(MAX_WORKERS_READ), now, live_ms)
     with store._session() as s:
         queued = s.insight_queued_kinds()
@@ -243,7 +242,7 @@ def unhandled_at_enqueue(store: Store, queue: str, kind: str, *, live_ms: int = 
     store.jobs  # noqa: B018
     with store._session() as s:
         now = store._now_or(s, store._now())
-        letters = any(r[5] == queue for r in s.insight_queues())
+        letters = any(r.dead_letter == queue for r in s.insight_queues())
         workers = [w for w in live_workers(s.insight_workers(MAX_WORKERS_READ), now, live_ms)
                    if w.serves(queue, letters=letters)]
     if not workers or any(w.handles(kind) for w in workers):

@@ -92,9 +92,6 @@ _REPEAT_WARNING = 60.0
 #: How long release() lets a duty in flight finish before it cuts it (seconds).
 STOP_CUT_AFTER = 0.25
 
-#: Column order of a ``tenure_workers`` row crossing the engine boundary.
-WORKER_COLUMNS: tuple[str, ...] = ("id", "host", "pid", "queues", "kinds", "concurrency", "started_at",
-                                   "heartbeat_at", "in_flight", "stats")
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,7 +359,7 @@ class Maintainer:
         """``(owner, expires_at)`` of the current leader lease row, or None."""
         with self.store._session() as s:
             row = s.leader_get(LEADER_ROLE)
-        return None if row is None else (row[0], int(row[1]))
+        return None if row is None else (row.owner, int(row.expires_at))
 
     def expire_queued(self, *, drain: bool = False, cancel: threading.Event | None = None) -> int:
         """Queued jobs past ``keep_until`` -> dead (:data:`EXPIRED_ERROR`); answers how many."""
@@ -397,7 +394,8 @@ class Maintainer:
         store = self.store
         with store._session(cancel) as s:
             now = store._now_or(s, store._now())
-            leases, workers = s.worker_reap(now - cfg.worker_dead_after_ms, keep, store._now(), cfg.batch_size)
+            reaped = s.worker_reap(now - cfg.worker_dead_after_ms, keep, store._now(), cfg.batch_size)
+        leases, workers = reaped.leases, reaped.workers
         if workers:
             log.warning("reaped %d dead worker(s) from the registry; %d lease(s) they held were ended",
                         workers, leases)
@@ -451,9 +449,9 @@ class Maintainer:
             rows = s.worker_list()
         out = []
         for r in rows:
-            out.append(WorkerInfo(r[0], r[1], r[2], None if r[3] is None else json.loads(r[3]),
-                                  None if r[4] is None else json.loads(r[4]), r[5], r[6], r[7], r[8],
-                                  None if r[9] is None else json.loads(r[9])))
+            out.append(WorkerInfo(r.id, r.host, r.pid, None if r.queues is None else json.loads(r.queues),
+                                  None if r.kinds is None else json.loads(r.kinds), r.concurrency, r.started_at,
+                                  r.heartbeat_at, r.in_flight, None if r.stats is None else json.loads(r.stats)))
         return out
 
     def stats(self) -> dict[str, Any]:

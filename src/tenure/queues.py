@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 from . import _validate as v
 from . import enqueue_options as eo
 from .engine.base import Session
-from .engine.rows import JobRow, NewJob
+from .engine.rows import JobRow, NewJob, QueueRow
 from .errors import InvalidArgument, QueueNotEmpty, QueueNotFound
 from .ids import new_job_id
 from .jobs import DEFAULT_MAX_ATTEMPTS
 from .jobs_base import NotStreamable
 from .queue_settings import _flag, _refuse_cycle
-from .rate_window import GROUP_SCOPE, QUEUE_SCOPE, format_rate, in_window, load, parse_rate
+from .rate_window import GROUP_SCOPE, QUEUE_SCOPE, in_window, load, parse_rate, stored_rate_text
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -70,12 +70,14 @@ class Queue:
     group_weights: dict[str, int] | None = None
 
 
-def _queue(row: tuple) -> Queue:
-    return Queue(row[0], row[1], row[2], row[3], None if row[4] is None else bool(row[4]), row[5], row[6],
-                 row[7], row[8], row[9], row[10], row[11], bool(row[12]), row[13], row[14],
-                 None if row[15] is None else format_rate(row[15], row[16]),
-                 None if row[17] is None else format_rate(row[17], row[18]), row[19],
-                 None if row[20] is None else json.loads(row[20]))
+def _queue(row: QueueRow) -> Queue:
+    r = row
+    return Queue(r.name, r.policy, r.max_attempts, r.retry_delay_ms,
+                 None if r.retry_backoff is None else bool(r.retry_backoff), r.retry_delay_max_ms, r.timeout_ms,
+                 r.retention_ms, r.delete_after_ms, r.dead_letter, r.concurrency_limit, r.group_limit,
+                 bool(r.paused), r.created_at, r.updated_at,
+                 stored_rate_text(r.rate_limit, r.rate_period_ms), stored_rate_text(r.group_rate_limit, r.group_rate_period_ms),
+                 r.fairness, None if r.group_weights is None else json.loads(r.group_weights))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,32 +121,32 @@ def _queue_settings(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _apply_defaults(j: NewJob, q: tuple | None, current: Callable[[], int]) -> bool:
+def _apply_defaults(j: NewJob, q: QueueRow | None, current: Callable[[], int]) -> bool:
     """Fill ``j``'s options from its queue's registry row ``q`` (None: no row) in place: job
     option, then queue default, then built-in (docs/queues.md). True when ``j`` has a uniqueness
     key. ``current`` answers the clock (read only when a retention or a throttle needs it)."""
     retention = getattr(j, "retention_ms", None)
     if q is not None:
-        if q[1] != "standard":
-            j.policy = q[1]
+        if q.policy != "standard":
+            j.policy = q.policy
             if j.singleton_key is None:
                 j.singleton_key = ""  # the queue-wide key, as pg-boss does
         if not j.max_attempts:
-            j.max_attempts = q[2] or DEFAULT_MAX_ATTEMPTS
+            j.max_attempts = q.max_attempts or DEFAULT_MAX_ATTEMPTS
         if j.retry_delay_ms is None:
-            j.retry_delay_ms = q[3]
-        if j.retry_backoff is None and q[4] is not None:
-            j.retry_backoff = bool(q[4])
+            j.retry_delay_ms = q.retry_delay_ms
+        if j.retry_backoff is None and q.retry_backoff is not None:
+            j.retry_backoff = bool(q.retry_backoff)
         if j.retry_delay_max_ms is None:
-            j.retry_delay_max_ms = q[5]
+            j.retry_delay_max_ms = q.retry_delay_max_ms
         if j.timeout_ms is None:
-            j.timeout_ms = q[6]
+            j.timeout_ms = q.timeout_ms
         if retention is None:
-            retention = q[7]
+            retention = q.retention_ms
         if j.delete_after_ms is None:
-            j.delete_after_ms = q[8]
-        if j.dead_letter is None and q[9] != j.queue:
-            j.dead_letter = q[9]
+            j.delete_after_ms = q.delete_after_ms
+        if j.dead_letter is None and q.dead_letter != j.queue:
+            j.dead_letter = q.dead_letter
     elif not j.max_attempts:
         j.max_attempts = DEFAULT_MAX_ATTEMPTS
     if retention is not None:
@@ -182,21 +184,22 @@ class Queues:
         store = self._store
         if settings.get("dead_letter") is None:
             with store._session() as s:
-                outcome, row = s.queue_put(name, settings, store._now(), create=create)
+                put = s.queue_put(name, settings, store._now(), create=create)
         else:  # read the dead-letter graph, refuse a cycle and write, in one transaction
             with store._transaction_session() as s:
                 s.queue_lock_dead_letters()
-                graph = {r[0]: r[9] for r in s.queue_list()}
+                graph = {r.name: r.dead_letter for r in s.queue_list()}
                 graph[name] = settings["dead_letter"]
                 _refuse_cycle(name, graph)
-                outcome, row = s.queue_put(name, settings, store._now(), create=create)
+                put = s.queue_put(name, settings, store._now(), create=create)
+        outcome, row = put.outcome, put.row
         if outcome == "missing":
             raise QueueNotFound(f"no queue named {name!r} (queues.create makes one; enqueue does too)",
                                 queue=name)
         assert row is not None  # "ok" and "busy" answer the queue's row
         if outcome == "busy":
             raise QueueNotEmpty(
-                f"queue {name!r} holds live jobs under policy {row[1]!r}: its policy can change only while "
+                f"queue {name!r} holds live jobs under policy {row.policy!r}: its policy can change only while "
                 f"it has no pending, leased or failed job (pause it and let it drain, or delete(force=True))",
                 queue=name)
         return _queue(row)
@@ -224,7 +227,8 @@ class Queues:
         v.name(name, "queue")
         _flag(force, "force")
         with self._store._session() as s:
-            outcome, n = s.queue_delete(name, bool(force))
+            deleted = s.queue_delete(name, bool(force))
+        outcome, n = deleted.outcome, deleted.jobs
         if outcome == "missing":
             raise QueueNotFound(f"no queue named {name!r}", queue=name)
         if outcome == "busy":
@@ -249,13 +253,13 @@ class Queues:
         q = _queue(row)
         rates = {QUEUE_SCOPE: parse_rate(q.rate_limit), GROUP_SCOPE: parse_rate(q.group_rate_limit)}
         out = []
-        for scope, key, starts, blocked, turn in rows:
-            rate = rates.get(scope)
-            pairs = load(starts)
+        for w in rows:
+            rate = rates.get(w.scope)
+            pairs = load(w.starts)
             out.append(RateWindowState(
-                None if scope == QUEUE_SCOPE else key, None if rate is None else rate.limit,
+                None if w.scope == QUEUE_SCOPE else w.group_key, None if rate is None else rate.limit,
                 None if rate is None else rate.period_ms, 0 if rate is None else in_window(pairs, now, rate.period_ms),
-                blocked if rate is not None and blocked > now else None, turn))
+                w.blocked_until if rate is not None and w.blocked_until > now else None, w.turn))
         return out
 
     def pause(self, name: str) -> Queue:
@@ -320,7 +324,7 @@ class Queues:
             if jid is not None:
                 return [jid]
         if not self._resolve(session, jobs, now):
-            return [jid for jid, _ in session.job_insert(jobs, now)]
+            return [got.id for got in session.job_insert(jobs, now)]
         if len(jobs) == 1:  # one insert (and, for a duplicate, reads): no transaction to pay for
             return self._insert_unique(session, jobs, now)
         with session.queue_atomic():  # several statements, one all-or-nothing enqueue_many
@@ -357,7 +361,7 @@ class Queues:
         if not session.copies_jobs:
             return None
         registry = session.queue_defaults(builtins.list(queues))
-        if any(q[1] != "standard" for q in registry.values()):
+        if any(q.policy != "standard" for q in registry.values()):
             return None
         t = session.now_ms() if now is None else now
 
@@ -378,9 +382,9 @@ class Queues:
         plain = [j for j in jobs if not getattr(j, "debounce_ms", None)]
         answers: dict[int, str | None] = {}
         if plain:
-            for j, (jid, inserted) in zip(plain, session.job_insert(plain, now), strict=True):
-                if inserted or j.singleton_key is None:
-                    answers[id(j)] = jid
+            for j, got in zip(plain, session.job_insert(plain, now), strict=True):
+                if got.inserted or j.singleton_key is None:
+                    answers[id(j)] = got.id
                 elif getattr(j, "next_slot_ms", None):
                     answers[id(j)] = self._next_slot(session, j, now)
                 else:
@@ -405,8 +409,8 @@ class Queues:
         j.run_at = max(due, j.singleton_on)
         if j.keep_until is not None:
             j.keep_until += j.run_at - due
-        ((jid, inserted),) = session.job_insert([j], now)
-        return jid if inserted else self._duplicate(session, j, now)
+        (got,) = session.job_insert([j], now)
+        return got.id if got.inserted else self._duplicate(session, j, now)
 
     def _duplicate(self, session: Session, j: NewJob, now: int | None) -> str | None:
         """The answer for a keyed job the insert did not write."""
@@ -417,9 +421,9 @@ class Queues:
             if dup is not None:
                 return dup
             # The job it collided with left the colliding state meanwhile: try again.
-            ((jid, inserted),) = session.job_insert([j], now)
-            if inserted:
-                return jid
+            (got,) = session.job_insert([j], now)
+            if got.inserted:
+                return got.id
         return None
 
     def _debounce(self, session: Session, j: NewJob, debounce_ms: int, now: int | None) -> str | None:
@@ -427,7 +431,7 @@ class Queues:
         for _ in range(_DUPLICATE_RETRIES):
             got = session.queue_debounce(j, debounce_ms, now)
             if got is not None:
-                return got[0]
+                return got.id
             if session.job_get(j.id) is not None:
                 return j.id
             dup = session.queue_find_duplicate(j, False)  # refused by a policy or throttle index
@@ -441,7 +445,7 @@ class Queues:
         """Copy the newly dead ``rows`` that name a dead-letter queue into it, in the caller's
         transaction: same kind, payload, priority and keys, ``last_error`` kept, ``origin_id`` the
         dead job's id; attempts and retry settings from the dead-letter queue's defaults."""
-        pairs = [(r[0], new_job_id()) for r in rows if r[3] == "dead" and r[19] and r[19] != r[14]]
+        pairs = [(r.id, new_job_id()) for r in rows if r.state == "dead" and r.dead_letter and r.dead_letter != r.queue]
         if pairs:
             session.queue_dead_letter(pairs, DEFAULT_MAX_ATTEMPTS, now)
 
@@ -468,14 +472,15 @@ class Queues:
                 rows = s.queue_redrive_select(queue, want, after)
                 if not rows:
                     break
-                fresh = [NewJob(id=new_job_id(), kind=r[1], payload=r[2], queue=r[3], priority=r[5],
-                                run_at=None, delay_ms=0, max_attempts=0, singleton_key=r[6], group_key=r[7],
-                                origin_id=r[4]) for r in rows]
+                fresh = [NewJob(id=new_job_id(), kind=r.kind, payload=r.payload, queue=r.origin_queue,
+                                priority=r.priority, run_at=None, delay_ms=0, max_attempts=0,
+                                singleton_key=r.singleton_key, group_key=r.group_key, origin_id=r.origin_id)
+                         for r in rows]
                 ids = self.insert(s, fresh, now)
-                pairs = [(r[0], j.id) for r, j, got in zip(rows, fresh, ids, strict=True) if got == j.id]
+                pairs = [(r.id, j.id) for r, j, got in zip(rows, fresh, ids, strict=True) if got == j.id]
                 if pairs:
                     s.queue_redrive_settle(pairs, now)
-                after = (rows[-1][8], rows[-1][0])
+                after = (rows[-1].created_at, rows[-1].id)
             moved += len(pairs)
             if pairs:
                 store._wake_local()
@@ -505,7 +510,7 @@ class Queues:
         if event is not None:
             v.name(event, "event")
         with self._store._session() as s:
-            return [(r[0], r[1]) for r in s.subscription_list(event)]
+            return [(r.event, r.queue) for r in s.subscription_list(event)]
 
     def publish(
         self, event: str, payload: Any = None, *, conn: Any = None, **options: Any

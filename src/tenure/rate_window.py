@@ -89,6 +89,11 @@ def format_rate(limit: int, period_ms: int) -> str:
     return f"{limit}/{period_ms}ms"
 
 
+def stored_rate_text(limit: int | None, period_ms: int | None) -> str | None:
+    """:func:`format_rate` of a rate as a registry row stores it; None when it is unset."""
+    return None if limit is None or period_ms is None else format_rate(limit, period_ms)
+
+
 def granule(period_ms: int) -> int:
     """The rounding step of recorded starts for this period."""
     return max(1, period_ms // GRANULES)

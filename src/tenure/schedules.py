@@ -40,16 +40,11 @@ from .cron import Cron, parse
 from .errors import InvalidArgument, InvalidSchedule, TenureError
 
 if TYPE_CHECKING:
-    from .engine.rows import NewJob
+    from .engine.rows import NewJob, ScheduleRow
     from .store import Store
 
 log = logging.getLogger("tenure.schedules")
 
-#: Column order of a schedule row crossing the engine boundary.
-SCHEDULE_COLUMNS: tuple[str, ...] = (
-    "name", "key", "cron", "tz", "kind", "payload", "queue", "options", "catch_up", "last_fire_at",
-    "next_fire_at", "created_at", "updated_at", "paused_at",
-)
 CATCH_UP_POLICIES: tuple[str, ...] = ("latest", "all", "none")
 DEFAULT_CATCH_UP = "latest"
 #: Under ``catch_up="none"``, a boundary fired at most this late still counts as on time.
@@ -84,12 +79,10 @@ class Schedule:
         return self.paused_at is not None
 
 
-def _row_to_schedule(row: tuple) -> Schedule:
-    (name, key, cron, tz, kind, payload, queue, options, catch_up, last_fire, next_fire, created,
-     updated, paused_at) = row
-    return Schedule(name, key, cron, tz, kind, None if payload is None else json.loads(payload), queue,
-                    json.loads(options) if options else {}, catch_up, last_fire, next_fire, created, updated,
-                    paused_at)
+def _row_to_schedule(r: ScheduleRow) -> Schedule:
+    return Schedule(r.name, r.key, r.cron, r.tz, r.kind, None if r.payload is None else json.loads(r.payload),
+                    r.queue, json.loads(r.options) if r.options else {}, r.catch_up, r.last_fire_at,
+                    r.next_fire_at, r.created_at, r.updated_at, r.paused_at)
 
 
 def fire_job_id(name: str, key: str, fire_ms: int) -> str:

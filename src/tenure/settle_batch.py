@@ -50,7 +50,7 @@ def as_met_before_claim(errors: list[TenureError | None], items: Sequence[tuple[
     superseded. That claim could take the job only because the lease had ended, so the answer is
     the refusal the completion met: expired (TN2067), as it is when the job is settled alone
     (docs/spec.md 6.13, D2)."""
-    generations = {r[0]: r[9] for r in claimed}
+    generations = {r.id: r.lease_generation for r in claimed}
     out = list(errors)
     for i, ((lease, _), err) in enumerate(zip(items, errors, strict=True)):
         if isinstance(err, LeaseSuperseded) and generations.get(lease.job_id) == lease.generation + 1 \

@@ -44,7 +44,7 @@ class Signals:
         with store._transaction_session() as s:
             now = store._now()
             s.signal_lock(key)
-            signal_id, _ = s.signal_insert(key, text, now)
+            signal_id = s.signal_insert(key, text, now).id
             woken = s.signal_wake(key, now)
         if woken:
             store._wake_local()

@@ -5,8 +5,8 @@ connection (inside or outside a transaction) with Noun+Verb methods, one per que
 semantics (the fence's classification, backoff, dead letters, policies) live above, in
 :mod:`tenure.jobs`, written once for every engine.
 
-Rows cross the boundary as tuples in :data:`JOB_COLUMNS` order (:mod:`tenure.engine.rows`; JSON
-columns still as text), so the semantics layer never sees a driver type. ``now`` is an epoch-ms int or
+Rows cross the boundary as the named records of :mod:`tenure.engine.rows` (JSON columns still
+as text), so the semantics layer never sees a driver type nor reads a column by position. ``now`` is an epoch-ms int or
 ``None``; ``None`` means "the database's clock" (PostgreSQL) or the wall clock (SQLite).
 """
 
@@ -16,28 +16,11 @@ import abc
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StorageError
-from .rows import JobRow, NewJob, QueuedKindRow, Settle
-
-#: What a dependent does when a parent ends ``dead`` or ``cancelled`` (docs/composition.md): it is
-#: cancelled (the default), it runs anyway once every other parent has settled, or it waits.
-PARENT_FAILURE_POLICIES: tuple[str, ...] = ("cancel", "run", "wait")
-
-
-@dataclass(slots=True)
-class Edge:
-    """One dependency to store: ``job_id`` waits for ``parent_id`` (its ``position``-th parent).
-    ``released`` is True when the edge is already met at enqueue (the parent is done, or it
-    failed and ``policy`` is ``run``)."""
-
-    job_id: str
-    parent_id: str
-    position: int
-    policy: str
-    released: bool
+from . import rows as R
+from .rows import Edge, JobRow, NewJob, QueuedKindRow, Settle
 
 
 class Session(abc.ABC):
@@ -56,9 +39,9 @@ class Session(abc.ABC):
 
     # -- jobs ----------------------------------------------------------------------------------
     @abc.abstractmethod
-    def job_insert(self, jobs: Sequence[NewJob], now: int | None) -> list[tuple[str, bool]]:
+    def job_insert(self, jobs: Sequence[NewJob], now: int | None) -> list[R.Inserted]:
         """Insert jobs; an existing id (or a unique-policy duplicate) changes nothing.
-        Answers ``(id, inserted)`` per input, where a duplicate answers the EXISTING id."""
+        Answers one :class:`~tenure.engine.rows.Inserted` per input (a duplicate: the EXISTING id)."""
 
     #: True when :meth:`job_insert_resolved` resolves queue defaults inside its INSERT (one
     #: round trip). Engines without it (SQLite: an in-process call costs microseconds) keep the
@@ -131,10 +114,10 @@ class Session(abc.ABC):
         self, items: Sequence[Settle], now: int | None, *, kinds: Sequence[str] | None,
         queues: Sequence[str] | None, owner: str, lease_ms: int, limit: int,
         instance: str | None = None,
-    ) -> tuple[set[str], list[JobRow]]:
+    ) -> R.SettledAndClaimed:
         """The worker's settle-and-refill: :meth:`job_complete` of ``items``, then
         :meth:`job_claim` of up to ``limit`` jobs (none when 0), atomically (in the caller's
-        transaction, or in one of its own). Answers the settled ids and the claimed rows."""
+        transaction, or in one of its own)."""
 
     @abc.abstractmethod
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
@@ -229,10 +212,9 @@ class Session(abc.ABC):
         return self.queue_atomic()
 
     @abc.abstractmethod
-    def dependency_list(self, job_id: str, parents: bool) -> list[tuple]:
-        """The edges of ``job_id``: its parents (``parents``) or its dependents, each
-        ``(other_id, position, policy, released, *JobRow of the other job or Nones if it is gone)``,
-        parents by position, dependents by id."""
+    def dependency_list(self, job_id: str, parents: bool) -> list[R.DependencyRow]:
+        """The edges of ``job_id``: its parents (``parents``) or its dependents, parents by
+        position, dependents by id."""
 
     # -- checkpoints ---------------------------------------------------------------------------
     @abc.abstractmethod
@@ -241,8 +223,8 @@ class Session(abc.ABC):
         """Fenced upsert of one node value; False when the fence refuses (nothing written)."""
 
     @abc.abstractmethod
-    def checkpoint_list(self, run_id: str, max_generation: int) -> list[tuple[str, str, int]]:
-        """``(node_id, value, generation)`` for generations <= ``max_generation``."""
+    def checkpoint_list(self, run_id: str, max_generation: int) -> list[R.CheckpointRow]:
+        """The node values of generations <= ``max_generation``."""
 
     # -- signals, waits and children (engine/<dialect>/signals.py; tenure.durable) -------------
     @abc.abstractmethod
@@ -252,8 +234,8 @@ class Session(abc.ABC):
         serialises everything)."""
 
     @abc.abstractmethod
-    def signal_insert(self, key: str, payload: str | None, now: int | None) -> tuple[int, int]:
-        """Store one unconsumed signal; answers ``(id, sent_at)``."""
+    def signal_insert(self, key: str, payload: str | None, now: int | None) -> R.SentSignal:
+        """Store one unconsumed signal."""
 
     @abc.abstractmethod
     def signal_wake(self, key: str, now: int | None) -> list[str]:
@@ -261,9 +243,8 @@ class Session(abc.ABC):
         answers their ids."""
 
     @abc.abstractmethod
-    def signal_take(self, key: str, job_id: str, now: int | None) -> tuple[int, str | None] | None:
-        """Consume the oldest unconsumed signal of ``key`` for ``job_id``; answers
-        ``(id, payload)``, or None when there is none."""
+    def signal_take(self, key: str, job_id: str, now: int | None) -> R.TakenSignal | None:
+        """Consume the oldest unconsumed signal of ``key`` for ``job_id``; None when there is none."""
 
     @abc.abstractmethod
     def signal_count(self, key: str) -> int:
@@ -302,7 +283,7 @@ class Session(abc.ABC):
         adopted connection's)."""
 
     @abc.abstractmethod
-    def queue_get(self, name: str) -> tuple | None:
+    def queue_get(self, name: str) -> R.QueueRow | None:
         """The registry row of queue ``name``, or None."""
 
     @abc.abstractmethod
@@ -311,41 +292,39 @@ class Session(abc.ABC):
         concurrent updates cannot each close half of a cycle."""
 
     @abc.abstractmethod
-    def queue_list(self) -> list[tuple]:
+    def queue_list(self) -> list[R.QueueRow]:
         """Every registry row, by name."""
 
     @abc.abstractmethod
-    def queue_defaults(self, names: Sequence[str]) -> dict[str, tuple]:
+    def queue_defaults(self, names: Sequence[str]) -> dict[str, R.QueueRow]:
         """The registry rows of ``names`` that exist, by name."""
 
     @abc.abstractmethod
     def queue_put(self, name: str, settings: dict[str, Any], now: int | None, *,
-                  create: bool) -> tuple[str, tuple | None]:
-        """Set ``settings`` on queue ``name`` (creating it first when ``create``). Answers
-        ``("ok", row)``, ``("missing", None)`` or ``("busy", row)`` (a policy change refused
-        because the queue holds live jobs)."""
+                  create: bool) -> R.QueuePut:
+        """Set ``settings`` on queue ``name`` (creating it first when ``create``). Answers ``ok``
+        with the row, ``missing``, or ``busy`` with the row (a policy change refused because the
+        queue holds live jobs)."""
 
     @abc.abstractmethod
-    def queue_rate_windows(self, name: str, limit: int) -> list[tuple]:
-        """The queue's window rows, ``(scope, group_key, starts, blocked_until, turn)``,
-        the queue scope first, then groups by key; at most ``limit``."""
+    def queue_rate_windows(self, name: str, limit: int) -> list[R.RateWindowRow]:
+        """The queue's window rows, the queue scope first, then groups by key; at most ``limit``."""
 
     @abc.abstractmethod
-    def queue_pause(self, name: str, paused: bool, now: int | None) -> tuple | None:
+    def queue_pause(self, name: str, paused: bool, now: int | None) -> R.QueueRow | None:
         """Set the queue's ``paused`` flag; answers its row, or None when it does not exist."""
 
     @abc.abstractmethod
-    def queue_delete(self, name: str, force: bool) -> tuple[str, int]:
+    def queue_delete(self, name: str, force: bool) -> R.QueueDeleted:
         """Delete the queue, its jobs (live ones only when ``force``), their checkpoints and its
-        subscriptions, in one transaction. Answers ``("deleted", jobs)``, ``("missing", 0)`` or
-        ``("busy", live_jobs)``."""
+        subscriptions, in one transaction."""
 
     @abc.abstractmethod
     def queue_find_duplicate(self, j: NewJob, debounce: bool) -> str | None:
         """The live job ``j`` collided with under its uniqueness rules, or None."""
 
     @abc.abstractmethod
-    def queue_debounce(self, j: NewJob, debounce_ms: int, now: int | None) -> tuple[str, bool] | None:
+    def queue_debounce(self, j: NewJob, debounce_ms: int, now: int | None) -> R.Inserted | None:
         """Move the pending debounced job of ``j``'s (queue, kind, key) to ``j``'s payload and
         run_at (answers ``(its id, False)``), else insert ``j`` (``(j.id, True)``); None when
         another uniqueness rule (or a racing insert) refused the insert."""
@@ -356,7 +335,7 @@ class Session(abc.ABC):
         """Copy each dead job (``pairs`` of ``(dead_id, copy_id)``) into its dead-letter queue."""
 
     @abc.abstractmethod
-    def queue_redrive_select(self, queue: str, limit: int, after: tuple[int, str] | None) -> list[tuple]:
+    def queue_redrive_select(self, queue: str, limit: int, after: tuple[int, str] | None) -> list[R.RedriveRow]:
         """Up to ``limit`` dead-letter copies waiting in ``queue`` after ``(created_at, id)``."""
 
     @abc.abstractmethod
@@ -376,20 +355,20 @@ class Session(abc.ABC):
         """The queues subscribed to ``event``."""
 
     @abc.abstractmethod
-    def subscription_list(self, event: str | None) -> list[tuple[str, str]]:
-        """``(event, queue)`` pairs, of ``event`` only unless None."""
+    def subscription_list(self, event: str | None) -> list[R.SubscriptionRow]:
+        """The subscriptions, of ``event`` only unless None."""
 
     # -- schedules, leadership, workers, retention (engine/<dialect>/maintenance.py) -------------
     @abc.abstractmethod
-    def schedule_upsert(self, row: dict[str, Any], now: int | None) -> tuple | None:
+    def schedule_upsert(self, row: dict[str, Any], now: int | None) -> R.ScheduleRow | None:
         """Insert or change one schedule; answers the row, or None when nothing changed."""
 
     @abc.abstractmethod
-    def schedule_get(self, name: str, key: str) -> tuple | None:
+    def schedule_get(self, name: str, key: str) -> R.ScheduleRow | None:
         """One schedule's row, or None."""
 
     @abc.abstractmethod
-    def schedule_list(self, name: str | None) -> list[tuple]:
+    def schedule_list(self, name: str | None) -> list[R.ScheduleRow]:
         """The schedules (of ``name`` only unless None)."""
 
     @abc.abstractmethod
@@ -397,7 +376,7 @@ class Session(abc.ABC):
         """Delete one schedule; False when it did not exist."""
 
     @abc.abstractmethod
-    def schedule_due(self, now: int, limit: int) -> list[tuple]:
+    def schedule_due(self, now: int, limit: int) -> list[R.ScheduleRow]:
         """Up to ``limit`` schedules whose next fire time is at or before ``now``."""
 
     @abc.abstractmethod
@@ -406,7 +385,8 @@ class Session(abc.ABC):
         """Compare-and-set: move the schedule from ``expected`` on; False when another caller did."""
 
     @abc.abstractmethod
-    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None, now: int) -> tuple | None:
+    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None,
+                       now: int) -> R.ScheduleRow | None:
         """Pause one schedule, or resume it planned to ``next_fire_at``; its row, or None when absent."""
 
     @abc.abstractmethod
@@ -419,7 +399,7 @@ class Session(abc.ABC):
         """Give up role ``name`` if ``owner`` holds it; False when it did not."""
 
     @abc.abstractmethod
-    def leader_get(self, name: str) -> tuple | None:
+    def leader_get(self, name: str) -> R.LeaderRow | None:
         """The holder row of role ``name``, or None."""
 
     @abc.abstractmethod
@@ -431,14 +411,14 @@ class Session(abc.ABC):
         """Delete the registry rows of ``ids``; answers how many."""
 
     @abc.abstractmethod
-    def worker_list(self) -> list[tuple]:
+    def worker_list(self) -> list[R.WorkerRow]:
         """Every worker registry row."""
 
     @abc.abstractmethod
     def worker_reap(self, dead_before: int, keep: Sequence[str], now: int | None,
-                    limit: int) -> tuple[int, int]:
+                    limit: int) -> R.Reaped:
         """End the live leases of up to ``limit`` workers silent since ``dead_before`` (except
-        ``keep``) and delete their rows; answers ``(leases, workers)``."""
+        ``keep``) and delete their rows."""
 
     @abc.abstractmethod
     def job_release_lost(self, instance: str, keep: Sequence[str], now: int | None) -> list[str]:
@@ -465,29 +445,28 @@ class Session(abc.ABC):
 
     # -- the read model (engine/<dialect>/insights.py) -----------------------------------------
     @abc.abstractmethod
-    def insight_queue_counts(self, sample: float | None = None) -> list[tuple[str, str, int]]:
-        """``(queue, state, count)`` per queue and state; ``sample``: estimated from that % of pages."""
+    def insight_queue_counts(self, sample: float | None = None) -> list[R.QueueStateCount]:
+        """Every queue and state that has rows, with its count; ``sample``: estimated from that % of pages."""
 
     @abc.abstractmethod
-    def insight_size(self) -> tuple[int, int] | None:
-        """``(rows estimated, pages)`` of the jobs table, without reading it; None: no estimate."""
+    def insight_size(self) -> R.TableSize | None:
+        """The jobs table's rows (estimated) and pages, without reading it; None: no estimate."""
 
     @abc.abstractmethod
-    def insight_queues(self) -> list[tuple]:
-        """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at, updated_at,
-        rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness)`` by name."""
+    def insight_queues(self) -> list[R.QueueSummaryRow]:
+        """Every registered queue, by name."""
 
     @abc.abstractmethod
-    def insight_rate_deferred(self, now: int) -> list[tuple[str, int]]:
-        """``(queue, jobs)``: due jobs (pending or failed, ``run_at <= now``) that a closed rate
+    def insight_rate_deferred(self, now: int) -> list[R.RateDeferred]:
+        """Due jobs (pending or failed, ``run_at <= now``) that a closed rate
         window holds back at ``now`` (the queue's, or their group's), per rate-limited queue."""
 
     @abc.abstractmethod
-    def insight_settled_buckets(self, since: int, until: int, bucket_ms: int) -> list[tuple[int, str, int]]:
-        """``(bucket index, state, count)`` of jobs whose latest settlement was in ``[since, until)``."""
+    def insight_settled_buckets(self, since: int, until: int, bucket_ms: int) -> list[R.SettledBucket]:
+        """Jobs whose latest settlement happened in ``[since, until)``, per bucket and state."""
 
     @abc.abstractmethod
-    def insight_workers(self, limit: int) -> list[tuple]:
+    def insight_workers(self, limit: int) -> list[R.WorkerRow]:
         """Rows of the worker registry, most recent heartbeat first (JSON columns as text)."""
 
     @abc.abstractmethod
@@ -495,8 +474,8 @@ class Session(abc.ABC):
         """Queued jobs per queue, kind, copy-or-not, with the oldest ``created_at`` (or a sample's)."""
 
     @abc.abstractmethod
-    def insight_schema_versions(self) -> list[tuple[int, str, int]]:
-        """``(version, name, applied_at)`` of every applied migration."""
+    def insight_schema_versions(self) -> list[R.SchemaVersion]:
+        """Every applied migration."""
 
     # -- application SQL (outbox, handler transactions) ----------------------------------------
     @abc.abstractmethod

@@ -20,10 +20,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..rate_window import GROUP_SCOPE, QUEUE_SCOPE, Rate, Window, blocked_until, load
-from .rows import JobRow
+from .rows import JobRow, QueueRow
 
-#: Index of ``group_key`` in a job row (engine.base.JOB_COLUMNS).
-_GROUP_KEY = 18
 #: How far a group of weight 1 moves in the round-robin's virtual time when it is served; a group
 #: of weight w moves STRIDE // w (MAX_WEIGHT divides it evenly up to 1 000).
 STRIDE = 1_000_000
@@ -168,7 +166,7 @@ def claim_queue(c: LimitedClaimer, lim: QueueLimits, now: int, limit: int, *, re
         for r in rows:
             if qwin is not None:
                 qwin.started += 1
-            key = r[_GROUP_KEY]
+            key = r.group_key
             if key is not None and (lim.group_rate is not None or lim.fairness is not None):
                 w = _window(c, lim, cache, GROUP_SCOPE, key)
                 w.started += 1
@@ -200,11 +198,19 @@ def record_starts(c: LimitedClaimer, lim: QueueLimits, now: int, rows: Sequence[
     for r in rows:
         if lim.rate is not None:
             _window(c, lim, cache, QUEUE_SCOPE, "").started += 1
-        if lim.group_rate is not None and r[_GROUP_KEY] is not None:
-            _window(c, lim, cache, GROUP_SCOPE, r[_GROUP_KEY]).started += 1
+        if lim.group_rate is not None and r.group_key is not None:
+            _window(c, lim, cache, GROUP_SCOPE, r.group_key).started += 1
     save = [w.row(now) for w in cache.values() if w.started]
     if save:
         c.save_windows(lim.name, save)
+
+
+def queue_rates(row: QueueRow) -> tuple[Rate | None, Rate | None]:
+    """The queue's own rate and its per-group rate from its registry row (None where unset)."""
+    rate = None if row.rate_limit is None or row.rate_period_ms is None else Rate(row.rate_limit, row.rate_period_ms)
+    group = None if row.group_rate_limit is None or row.group_rate_period_ms is None else \
+        Rate(row.group_rate_limit, row.group_rate_period_ms)
+    return rate, group
 
 
 def rewindowed(rows: Sequence[tuple], rate: Rate | None, group_rate: Rate | None) -> list[tuple[int, str, str, int, int]]:

@@ -6,9 +6,8 @@ psycopg's ``%(name)s`` parameters and explicit casts.
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..rows import QueuedKindRow
+from ..insights import InsightsMixin, InsightStatements
+from ..rows import QueuedKindRow, QueueStateCount, TableSize
 
 #: Jobs per queue per state (callers cache it for a couple of seconds).
 QUEUE_STATE_COUNTS = "SELECT queue, state, count(*) FROM tenure_jobs GROUP BY queue, state"
@@ -84,44 +83,23 @@ SAMPLED_QUEUED_KINDS = QUEUED_KINDS.replace("FROM tenure_jobs", f"FROM tenure_jo
 SCHEMA_VERSIONS = "SELECT version, name, applied_at FROM tenure_migrations ORDER BY version"
 
 
-class PostgresInsightsMixin:
-    """Dashboard/metrics read methods of the PostgreSQL session (read-only)."""
+class PostgresInsightsMixin(InsightsMixin):
+    """The read model on PostgreSQL: its statements; the methods are engine/insights.py's."""
 
-    _conn: Any
-
-    def insight_queue_counts(self, sample: float | None = None) -> list[tuple[str, str, int]]:
-        """``(queue, state, count)`` for every queue and state that has rows; with ``sample`` (a
-        percentage of the pages), leased exact and the rest estimated from that sample."""
+    def insight_queue_counts(self, sample: float | None = None) -> list[QueueStateCount]:
+        """Every queue and state that has rows, with its count; with ``sample`` (a percentage of
+        the pages), leased exact and the rest estimated from that sample."""
         if sample is None:
-            return self._conn.execute(QUEUE_STATE_COUNTS).fetchall()
+            return [QueueStateCount(*r) for r in self._conn.execute(QUEUE_STATE_COUNTS)]
         scale = 100.0 / sample
         rows = self._conn.execute(SAMPLED_STATE_COUNTS, {"sample": sample}).fetchall()
-        return [(q, s, round(n * scale)) for q, s, n in rows] + self._conn.execute(LEASED_COUNTS).fetchall()
+        return [QueueStateCount(q, s, round(n * scale)) for q, s, n in rows] + \
+            [QueueStateCount(*r) for r in self._conn.execute(LEASED_COUNTS)]
 
-    def insight_size(self) -> tuple[int, int]:
-        """``(rows, pages)``: the planner's estimate of the jobs table's rows, and its pages now."""
+    def insight_size(self) -> TableSize:
+        """The planner's estimate of the jobs table's rows, and its pages now."""
         per_page, pages = self._conn.execute(SIZE).fetchone()
-        return round((DEFAULT_ROWS_PER_PAGE if per_page is None else per_page) * pages), int(pages)
-
-    def insight_queues(self) -> list[tuple]:
-        """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at,
-        updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness)``
-        per registered queue, by name."""
-        return self._conn.execute(QUEUES).fetchall()
-
-    def insight_rate_deferred(self, now: int) -> list[tuple[str, int]]:
-        return [(r[0], int(r[1])) for r in self._conn.execute(RATE_DEFERRED, {"now": now}).fetchall()]
-
-    def insight_settled_buckets(self, since: int, until: int, bucket_ms: int) -> list[tuple[int, str, int]]:
-        """``(bucket index, state, count)`` of jobs whose latest settlement (done, dead, cancelled,
-        or a failure now waiting for its retry) happened in ``[since, until)``."""
-        params = {"since": since, "until": until, "bucket": bucket_ms}
-        conn = self._conn
-        return conn.execute(SETTLED_BUCKETS, params).fetchall() + conn.execute(FAILED_BUCKETS, params).fetchall()
-
-    def insight_workers(self, limit: int) -> list[tuple]:
-        """Rows of the worker registry, most recent heartbeat first (JSON columns as text)."""
-        return self._conn.execute(WORKERS, {"limit": limit}).fetchall()
+        return TableSize(round((DEFAULT_ROWS_PER_PAGE if per_page is None else per_page) * pages), int(pages))
 
     def insight_queued_kinds(self, sample: float | None = None) -> list[QueuedKindRow]:
         """Queued jobs per queue, kind and copy-or-not, with the oldest ``created_at``; with
@@ -133,6 +111,6 @@ class PostgresInsightsMixin:
         return [QueuedKindRow(q, k, bool(c), round(n * scale), int(o))
                 for q, k, c, n, o in self._conn.execute(SAMPLED_QUEUED_KINDS, {"sample": sample}).fetchall()]
 
-    def insight_schema_versions(self) -> list[tuple[int, str, int]]:
-        """``(version, name, applied_at)`` of every applied migration."""
-        return self._conn.execute(SCHEMA_VERSIONS).fetchall()
+    _insight_sql = InsightStatements(
+        queues=QUEUES, rate_deferred=RATE_DEFERRED, settled_buckets=SETTLED_BUCKETS,
+        failed_buckets=FAILED_BUCKETS, workers=WORKERS, schema_versions=SCHEMA_VERSIONS)

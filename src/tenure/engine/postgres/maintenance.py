@@ -16,11 +16,11 @@ from typing import Any
 
 import psycopg
 
+from ..rows import SCHEDULE_COLUMNS, WORKER_COLUMNS, LeaderRow, Reaped, ScheduleRow
 from .queries import CLOCK, NOW
 
-SCHEDULE_COLS = ("name, key, cron, tz, kind, payload, queue, options, catch_up, last_fire_at, "
-                 "next_fire_at, created_at, updated_at, paused_at")
-WORKER_COLS = "id, host, pid, queues, kinds, concurrency, started_at, heartbeat_at, in_flight, stats"
+SCHEDULE_COLS = ", ".join(SCHEDULE_COLUMNS)
+WORKER_COLS = ", ".join(WORKER_COLUMNS)
 SETTLED = "('done', 'dead', 'cancelled')"
 
 # -- schedules ------------------------------------------------------------------------------------
@@ -204,39 +204,27 @@ class PostgresMaintenanceMixin:
         return self._conn.execute(sql, params).fetchone()
 
     # -- schedules ------------------------------------------------------------------------------
-    def schedule_upsert(self, row: dict[str, Any], now: int | None) -> tuple | None:
+    def schedule_upsert(self, row: dict[str, Any], now: int | None) -> ScheduleRow | None:
         """Insert or change one schedule; answers the row, or None when nothing changed."""
         if now is None:
             now = self.now_ms()  # type: ignore[attr-defined]
-        return self._one(SCHEDULE_UPSERT, {**row, "now": now})
+        return _schedule(self._one(SCHEDULE_UPSERT, {**row, "now": now}))
 
-    def schedule_get(self, name: str, key: str) -> tuple | None:
-        return self._one(SCHEDULE_GET, {"name": name, "key": key})
+    def schedule_get(self, name: str, key: str) -> ScheduleRow | None:
+        return _schedule(self._one(SCHEDULE_GET, {"name": name, "key": key}))
 
-    def schedule_list(self, name: str | None) -> list[tuple]:
+    def schedule_list(self, name: str | None) -> list[ScheduleRow]:
         if name is None:
-            return self._conn.execute(SCHEDULE_LIST).fetchall()
-        return self._conn.execute(SCHEDULE_LIST_NAMED, {"name": name}).fetchall()
+            return [ScheduleRow(*r) for r in self._conn.execute(SCHEDULE_LIST)]
+        return [ScheduleRow(*r) for r in self._conn.execute(SCHEDULE_LIST_NAMED, {"name": name})]
 
-    def schedule_delete(self, name: str, key: str) -> bool:
-        return self._conn.execute(SCHEDULE_DELETE, {"name": name, "key": key}).rowcount == 1
-
-    def schedule_due(self, now: int, limit: int) -> list[tuple]:
-        return self._conn.execute(SCHEDULE_DUE, {"now": now, "limit": limit}).fetchall()
-
-    def schedule_advance(self, *, name: str, key: str, cron: str, tz: str, expected: int,
-                         last_fire_at: int | None, next_fire_at: int | None, now: int) -> bool:
-        """Compare-and-set: move the schedule from ``expected`` on; False when another caller did."""
-        return self._conn.execute(SCHEDULE_ADVANCE, {
-            "name": name, "key": key, "cron": cron, "tz": tz, "expected": expected,
-            "last_fire_at": last_fire_at, "next_fire_at": next_fire_at, "now": now}).rowcount == 1
-
-    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None, now: int) -> tuple | None:
+    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None,
+                       now: int) -> ScheduleRow | None:
         """Pause one schedule (kept if already paused), or resume it planned to ``next_fire_at`` if
         it was paused; answers its row, or None when absent."""
         sql = SCHEDULE_PAUSE if paused else SCHEDULE_RESUME
         params = {"name": name, "key": key, "now": now, "next_fire_at": next_fire_at}
-        return self._one(sql, params)
+        return _schedule(self._one(sql, params))
 
     # -- leadership -----------------------------------------------------------------------------
     def leader_acquire(self, name: str, owner: str, ttl_ms: int, now: int | None) -> int | None:
@@ -245,11 +233,9 @@ class PostgresMaintenanceMixin:
         row = self._one(LEADER_ACQUIRE, {"name": name, "owner": owner, "ttl_ms": ttl_ms, "now": now})
         return None if row is None else row[1]
 
-    def leader_release(self, name: str, owner: str) -> bool:
-        return self._conn.execute(LEADER_RELEASE, {"name": name, "owner": owner}).rowcount == 1
-
-    def leader_get(self, name: str) -> tuple | None:
-        return self._one(LEADER_GET, {"name": name})
+    def leader_get(self, name: str) -> LeaderRow | None:
+        row = self._one(LEADER_GET, {"name": name})
+        return None if row is None else LeaderRow(*row)
 
     # -- worker registry ------------------------------------------------------------------------
     def worker_heartbeat(self, rows: Sequence[dict[str, Any]], now: int | None) -> None:
@@ -259,16 +245,13 @@ class PostgresMaintenanceMixin:
     def worker_remove(self, ids: Sequence[str]) -> int:
         return self._conn.execute(WORKER_REMOVE, {"ids": list(ids)}).rowcount
 
-    def worker_list(self) -> list[tuple]:
-        return self._conn.execute(WORKER_LIST).fetchall()
-
     def worker_reap(self, dead_before: int, keep: Sequence[str], now: int | None,
-                    limit: int) -> tuple[int, int]:
+                    limit: int) -> Reaped:
         """End the live leases of up to ``limit`` workers silent since ``dead_before`` (except
-        ``keep``) and delete their rows, in one statement; answers ``(leases, workers)``."""
+        ``keep``) and delete their rows, in one statement."""
         row = self._one(WORKER_REAP, {"dead_before": dead_before, "keep": list(keep), "now": now,
                                       "limit": limit})
-        return int(row[0]), int(row[1])
+        return Reaped(int(row[0]), int(row[1]))
 
     def job_release_lost(self, instance: str, keep: Sequence[str], now: int | None) -> list[str]:
         """Give back the leases stamped with ``instance`` except those of the jobs in ``keep`` (the
@@ -331,3 +314,7 @@ class PostgresMaintenanceMixin:
             n += int(self._one(DELETE_SETTLED_DEFAULT, {"now": now, "limit": limit - n,
                                                         "default_after_ms": default_after_ms})[0])
         return n
+
+
+def _schedule(r: Any) -> ScheduleRow | None:
+    return None if r is None else ScheduleRow(*r)

@@ -12,15 +12,23 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ...rate_window import Rate
-from ..limited import rewindowed
-from ..rows import NewJob, new_job_params
+from ..limited import queue_rates, rewindowed
+from ..rows import (
+    QUEUE_COLUMNS,
+    Inserted,
+    NewJob,
+    QueueDeleted,
+    QueuePut,
+    QueueRow,
+    RateWindowRow,
+    SubscriptionRow,
+    new_job_params,
+    queue_row,
+)
 from . import queries as Q
 from .conn import _atomic
 
-QUEUE_COLS = ("name, policy, max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, timeout_ms, "
-              "retention_ms, delete_after_ms, dead_letter, concurrency_limit, group_limit, paused, created_at, "
-              "updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness, group_weights")
+QUEUE_COLS = ", ".join(QUEUE_COLUMNS)
 #: Options a caller may set on a queue, with their SQL types (whitelisted before any SQL is built).
 QUEUE_SETTINGS = {
     "policy": "text", "max_attempts": "int", "retry_delay_ms": "bigint", "retry_backoff": "int",
@@ -182,36 +190,30 @@ class PostgresQueuesMixin:
             yield
 
     # -- registry -------------------------------------------------------------------------------
-    def queue_get(self, name: str) -> tuple | None:
-        return self._conn.execute(QUEUE_GET, {"name": name}).fetchone()
+    def queue_get(self, name: str) -> QueueRow | None:
+        return queue_row(self._conn.execute(QUEUE_GET, {"name": name}).fetchone())
 
     def queue_lock_dead_letters(self) -> None:
         """Serialise changes to the dead-letter graph (held to the end of the caller's transaction),
         so two concurrent updates cannot each close half of a cycle."""
         self._conn.execute("SELECT pg_advisory_xact_lock(hashtext('tenure.dead_letters'))")
 
-    def queue_list(self) -> list[tuple]:
-        return self._conn.execute(QUEUE_LIST).fetchall()
-
-    def queue_defaults(self, names: Sequence[str]) -> dict[str, tuple]:
+    def queue_defaults(self, names: Sequence[str]) -> dict[str, QueueRow]:
         """The registry rows of ``names`` that exist, by name."""
         if len(names) == 1:
-            row = self._conn.execute(QUEUE_GET, {"name": names[0]}).fetchone()
-            return {} if row is None else {row[0]: row}
-        return {r[0]: r for r in self._conn.execute(QUEUE_DEFAULTS, {"names": list(names)})}
+            row = queue_row(self._conn.execute(QUEUE_GET, {"name": names[0]}).fetchone())
+            return {} if row is None else {row.name: row}
+        return {r[0]: QueueRow(*r) for r in self._conn.execute(QUEUE_DEFAULTS, {"names": list(names)})}
 
     def queue_put(self, name: str, settings: dict[str, Any], now: int | None, *,
-                  create: bool) -> tuple[str, tuple | None]:
-        """Set ``settings`` on queue ``name`` (creating it first when ``create``). Answers
-        ``("ok", row)``, ``("missing", None)`` or ``("busy", row)`` (a policy change refused
-        because the queue holds live jobs)."""
+                  create: bool) -> QueuePut:
         conn = self._conn
         with self.queue_atomic():
             if create:
                 conn.execute(QUEUE_INSERT, {"name": name, "now": now})
             if not settings:
-                row = conn.execute(QUEUE_GET, {"name": name}).fetchone()
-                return ("missing", None) if row is None else ("ok", row)
+                row = queue_row(conn.execute(QUEUE_GET, {"name": name}).fetchone())
+                return QueuePut("missing", None) if row is None else QueuePut("ok", row)
             sql = QUEUE_UPDATE.format(assignments=", ".join(
                 f"{c} = %({c})s::{QUEUE_SETTINGS[c]}" for c in settings))
             params = {"policy": None, **settings, "name": name, "now": now}
@@ -219,42 +221,40 @@ class PostgresQueuesMixin:
                 params["retry_backoff"] = int(settings["retry_backoff"])
             if RATE_SETTINGS & settings.keys():
                 conn.execute(Q.LOCK_QUEUE, {"name": name})  # no claim of it uses the windows meanwhile
-            row = conn.execute(sql, params).fetchone()
+            row = queue_row(conn.execute(sql, params).fetchone())
             if row is not None:
                 if RATE_SETTINGS & settings.keys():
                     windows = conn.execute(Q.RATE_WINDOW_LIST, {"queue": name, "limit": None}).fetchall()
-                    rate = None if row[15] is None else Rate(row[15], row[16])
-                    group_rate = None if row[17] is None else Rate(row[17], row[18])
+                    rate, group_rate = queue_rates(row)
                     rows = rewindowed(windows, rate, group_rate)
                     if rows:
                         conn.execute(Q.RATE_WINDOW_SAVE, {
                             "queue": name, "scopes": [r[0] for r in rows], "keys": [r[1] for r in rows],
                             "starts": [r[2] for r in rows], "blocked": [r[3] for r in rows],
                             "turns": [r[4] for r in rows]})
-                return "ok", row
-            row = conn.execute(QUEUE_GET, {"name": name}).fetchone()
-            return ("missing", None) if row is None else ("busy", row)
+                return QueuePut("ok", row)
+            row = queue_row(conn.execute(QUEUE_GET, {"name": name}).fetchone())
+            return QueuePut("missing", None) if row is None else QueuePut("busy", row)
 
-    def queue_rate_windows(self, name: str, limit: int) -> list[tuple]:
-        return self._conn.execute(Q.RATE_WINDOW_LIST, {"queue": name, "limit": limit}).fetchall()
+    def queue_rate_windows(self, name: str, limit: int) -> list[RateWindowRow]:
+        return [RateWindowRow(*r) for r in self._conn.execute(Q.RATE_WINDOW_LIST, {"queue": name, "limit": limit})]
 
-    def queue_pause(self, name: str, paused: bool, now: int | None) -> tuple | None:
-        return self._conn.execute(QUEUE_PAUSE, {"name": name, "paused": int(paused), "now": now}).fetchone()
+    def queue_pause(self, name: str, paused: bool, now: int | None) -> QueueRow | None:
+        return queue_row(self._conn.execute(QUEUE_PAUSE, {"name": name, "paused": int(paused), "now": now}).fetchone())
 
-    def queue_delete(self, name: str, force: bool) -> tuple[str, int]:
+    def queue_delete(self, name: str, force: bool) -> QueueDeleted:
         """Delete the queue, its jobs (live ones only when ``force``), their checkpoints and its
-        subscriptions, in one transaction. Answers ``("deleted", jobs)``, ``("missing", 0)`` or
-        ``("busy", live_jobs)``. The registry row is locked first, so two deletes queue up."""
+        subscriptions, in one transaction. The registry row is locked first, so two deletes queue up."""
         conn = self._conn
         with self.queue_atomic():
             if conn.execute(QUEUE_LOCK, {"name": name}).fetchone() is None:
-                return "missing", 0
+                return QueueDeleted("missing", 0)
             live = conn.execute(QUEUE_LIVE, {"name": name}).fetchone()[0]
             if live and not force:
-                return "busy", live
+                return QueueDeleted("busy", live)
             removed = conn.execute(QUEUE_DELETE, {"name": name, "force": force}).fetchone()[0]
             conn.execute(Q.RATE_WINDOW_DELETE, {"queue": name})
-        return "deleted", removed
+        return QueueDeleted("deleted", removed)
 
     # -- uniqueness -----------------------------------------------------------------------------
     def queue_find_duplicate(self, j: NewJob, debounce: bool) -> str | None:
@@ -266,17 +266,17 @@ class PostgresQueuesMixin:
             "debounce": debounce, "kind": j.kind}).fetchone()
         return None if row is None else row[0]
 
-    def queue_debounce(self, j: NewJob, debounce_ms: int, now: int | None) -> tuple[str, bool] | None:
+    def queue_debounce(self, j: NewJob, debounce_ms: int, now: int | None) -> Inserted | None:
         """Move the pending debounced job of ``j``'s (queue, kind, key) to ``j``'s payload and
-        run_at (answers ``(its id, False)``), else insert ``j`` (``(j.id, True)``); None when
+        run_at (answers its id, not inserted), else insert ``j``; None when
         another uniqueness rule (or a racing insert) refused the insert."""
         params = _job_params(j, now, debounce_ms)
         conn = self._conn
         row = conn.execute(DEBOUNCE_UPDATE, params).fetchone()
         if row is not None:
-            return row[0], False
+            return Inserted(row[0], False)
         if conn.execute(DEBOUNCE_INSERT, params).fetchone() is not None:
-            return j.id, True
+            return Inserted(j.id, True)
         return None
 
     # -- dead letters ---------------------------------------------------------------------------
@@ -287,12 +287,6 @@ class PostgresQueuesMixin:
             "dead_ids": [p[0] for p in pairs], "copy_ids": [p[1] for p in pairs], "now": now,
             "max_attempts": default_max_attempts})
         return cur.rowcount
-
-    def queue_redrive_select(self, queue: str, limit: int, after: tuple[int, str] | None) -> list[tuple]:
-        """Up to ``limit`` dead-letter copies waiting in ``queue`` after ``(created_at, id)``."""
-        created, last = (None, None) if after is None else after
-        return self._conn.execute(REDRIVE_SELECT, {"queue": queue, "limit": limit, "after_created": created,
-                                                   "after_id": last}).fetchall()
 
     def queue_redrive_settle(self, pairs: Sequence[tuple[str, str]], now: int | None) -> int:
         cur = self._conn.execute(REDRIVE_SETTLE, {"ids": [p[0] for p in pairs],
@@ -312,7 +306,7 @@ class PostgresQueuesMixin:
     def subscription_queues(self, event: str) -> list[str]:
         return [r[0] for r in self._conn.execute(SUBSCRIBERS, {"event": event})]
 
-    def subscription_list(self, event: str | None) -> list[tuple[str, str]]:
+    def subscription_list(self, event: str | None) -> list[SubscriptionRow]:
         if event is None:
-            return self._conn.execute(SUBSCRIPTIONS_ALL).fetchall()
-        return self._conn.execute(SUBSCRIPTIONS_OF, {"event": event}).fetchall()
+            return [SubscriptionRow(*r) for r in self._conn.execute(SUBSCRIPTIONS_ALL)]
+        return [SubscriptionRow(*r) for r in self._conn.execute(SUBSCRIPTIONS_OF, {"event": event})]

@@ -13,12 +13,30 @@ from typing import Any
 import psycopg
 
 from ...rate_window import Rate
-from ..base import Edge, Session
+from ..base import Session
+from ..common import SharedMethods, SharedStatements
 from ..limited import QueueLimits, claim_queue
-from ..rows import DEFAULT_MAX_ATTEMPTS, HISTORY_KEEP, RECLAIMED_INDEX, JobRow, NewJob, Settle, new_job_params
+from ..rows import (
+    DEFAULT_MAX_ATTEMPTS,
+    HISTORY_KEEP,
+    CheckpointRow,
+    DependencyRow,
+    Edge,
+    Inserted,
+    JobRow,
+    NewJob,
+    Settle,
+    SettledAndClaimed,
+    dependency_row,
+    job_row,
+    job_rows,
+    new_job_params,
+)
 from . import admin_queries as AQ
 from . import dependency_queries as DQ
+from . import maintenance as M
 from . import queries as Q
+from . import queues as QU
 from .conn import _atomic, _pipelined
 from .insights import PostgresInsightsMixin
 from .maintenance import PostgresMaintenanceMixin
@@ -81,9 +99,13 @@ log = logging.getLogger("tenure.engine.postgres")
 COPY_MIN_ROWS = 64
 
 
-class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMaintenanceMixin, PostgresInsightsMixin, Session):
+class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMaintenanceMixin, PostgresInsightsMixin, SharedMethods, Session):
     dialect = "postgres"
     __slots__ = ("_conn",)
+    _shared_sql = SharedStatements(
+        schedule_delete=M.SCHEDULE_DELETE, schedule_due=M.SCHEDULE_DUE, schedule_advance=M.SCHEDULE_ADVANCE,
+        leader_release=M.LEADER_RELEASE, worker_list=M.WORKER_LIST, queue_list=QU.QUEUE_LIST,
+        redrive_select=QU.REDRIVE_SELECT, cancel_flagged=Q.CANCEL_FLAGGED)
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self._conn = conn
@@ -93,7 +115,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         return self._conn.execute(Q.NOW_MS).fetchone()[0]
 
     # -- jobs ----------------------------------------------------------------------------------
-    def job_insert(self, jobs: Sequence[NewJob], now: int | None) -> list[tuple[str, bool]]:
+    def job_insert(self, jobs: Sequence[NewJob], now: int | None) -> list[Inserted]:
         if not jobs:
             return []
         conn = self._conn
@@ -108,23 +130,23 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
             with _atomic(conn):
                 inserted = _insert_copied(conn, jobs, now)
         if len(inserted) == len(jobs):
-            return [(j.id, True) for j in jobs]
+            return [Inserted(j.id, True) for j in jobs]
         # Some were not written: an existing id answers itself; a uniqueness-policy duplicate
         # answers the job that holds the key.
         answered: set[str] = set()
         refused = [j for j in jobs if j.id not in inserted]
         existing = {r[0] for r in conn.execute(Q.EXISTING_IDS, {"ids": [j.id for j in refused]})}
-        out: list[tuple[str, bool]] = []
+        out: list[Inserted] = []
         for j in jobs:
             if j.id in inserted and j.id not in answered:
                 answered.add(j.id)
-                out.append((j.id, True))
+                out.append(Inserted(j.id, True))
             elif j.id in existing or j.id in inserted:
-                out.append((j.id, False))
+                out.append(Inserted(j.id, False))
             else:
                 row = conn.execute(Q.FIND_SINGLETON, {"queue": j.queue, "singleton_key": j.singleton_key,
                                                       "singleton_on": j.singleton_on}).fetchone()
-                out.append((row[0] if row else j.id, False))
+                out.append(Inserted(row[0] if row else j.id, False))
         return out
 
     resolves_queue_defaults = True
@@ -143,16 +165,16 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         return None if row is None else row[0]
 
     def job_get(self, job_id: str) -> JobRow | None:
-        return self._conn.execute(Q.GET, {"id": job_id}).fetchone()
+        return job_row(self._conn.execute(Q.GET, {"id": job_id}).fetchone())
 
     def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit, instance=None) -> list[JobRow]:
-        return self._claim(kinds, queues, owner, lease_ms, now, limit, None, instance)[1]
+        return self._claim(kinds, queues, owner, lease_ms, now, limit, None, instance).claimed
 
     def job_complete_and_claim(self, items, now, *, kinds, queues, owner, lease_ms, limit, instance=None):
         return self._claim(kinds, queues, owner, lease_ms, now, limit, items, instance)
 
     def _claim(self, kinds, queues, owner, lease_ms, now, limit, settle: Sequence[Settle] | None,
-               instance: str | None = None) -> tuple[set[str], list[JobRow]]:
+               instance: str | None = None) -> SettledAndClaimed:
         """The claim (after the completions ``settle``, when given) in ONE round trip when no
         limited queue is involved: BEGIN, COMPLETE, QUEUE_LIMITS, the claim and COMMIT go out as
         one pipeline. The claim statement skips limited queues in SQL, so it needs no answer from
@@ -209,7 +231,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
             self._reap(spent, now)
         if len(rows) > 1:
             rows.sort(key=_claim_order)
-        return done, rows
+        return SettledAndClaimed(done, rows)
 
     def _reap(self, ids: list[str], now: int | None) -> None:
         """Settle the spent expired leases a claim met dead (REAP) and copy them to their
@@ -260,8 +282,8 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         return rows
 
     def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
-        return self._conn.execute(Q.RENEW, {"id": job_id, "token": token, "lease_ms": lease_ms,
-                                            "now": now}).fetchone()
+        return job_row(self._conn.execute(Q.RENEW, {"id": job_id, "token": token, "lease_ms": lease_ms,
+                                                    "now": now}).fetchone())
 
     def job_lock(self, job_id: str, token: str, now: int | None) -> bool:
         return self._conn.execute(Q.LOCK, {"id": job_id, "token": token, "now": now}).fetchone() is not None
@@ -274,44 +296,41 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
         if not items:
             return []
-        return self._conn.execute(Q.FAIL, {
+        return job_rows(self._conn.execute(Q.FAIL, {
             "now": now, "ids": [it.job_id for it in items], "tokens": [it.token for it in items],
             "errors": [it.error for it in items], "delays": [int(it.delay_ms) for it in items],
             "deads": [bool(it.dead) for it in items], "jitters": [float(it.jitter) for it in items],
             "entries": [it.entry for it in items], "fixed": [bool(it.fixed_delay) for it in items],
             "keep": HISTORY_KEEP,
-        }).fetchall()
+        }))
 
     def job_snooze(self, job_id: str, token: str, delay_ms: int, now: int | None) -> JobRow | None:
-        return self._conn.execute(Q.SNOOZE, {"id": job_id, "token": token, "delay_ms": delay_ms,
-                                             "now": now}).fetchone()
+        return job_row(self._conn.execute(Q.SNOOZE, {"id": job_id, "token": token, "delay_ms": delay_ms,
+                                                     "now": now}).fetchone())
 
     def job_cancel(self, job_id, token, now) -> JobRow | None:
         if token is None:
-            return self._conn.execute(Q.CANCEL_QUEUED, {"id": job_id, "now": now}).fetchone()
-        return self._conn.execute(Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone()
+            return job_row(self._conn.execute(Q.CANCEL_QUEUED, {"id": job_id, "now": now}).fetchone())
+        return job_row(self._conn.execute(Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone())
 
     def job_release(self, job_id: str, token: str, now: int | None) -> JobRow | None:
-        return self._conn.execute(Q.RELEASE, {"id": job_id, "token": token, "now": now}).fetchone()
+        return job_row(self._conn.execute(Q.RELEASE, {"id": job_id, "token": token, "now": now}).fetchone())
 
     def job_request_cancel(self, job_id: str, now: int | None) -> JobRow | None:
-        return self._conn.execute(Q.REQUEST_CANCEL, {"id": job_id, "now": now}).fetchone()
+        return job_row(self._conn.execute(Q.REQUEST_CANCEL, {"id": job_id, "now": now}).fetchone())
 
     def job_cancel_abandoned(self, now: int | None) -> list[JobRow]:
-        return self._conn.execute(Q.CANCEL_ABANDONED, {"now": now}).fetchall()
-
-    def job_cancel_flagged(self) -> list[str]:
-        return [r[0] for r in self._conn.execute(Q.CANCEL_FLAGGED)]
+        return job_rows(self._conn.execute(Q.CANCEL_ABANDONED, {"now": now}))
 
     def job_requeue(self, job_id, now) -> JobRow | None:
-        return self._conn.execute(Q.REQUEUE, {"id": job_id, "now": now}).fetchone()
+        return job_row(self._conn.execute(Q.REQUEUE, {"id": job_id, "now": now}).fetchone())
 
     def job_counts(self) -> dict[str, int]:
         return dict(self._conn.execute(AQ.COUNTS).fetchall())
 
     def job_page(self, *, state, kind, queue, after, limit, tag=None, descending=False) -> list[JobRow]:
         params = {"state": state, "kind": kind, "queue": queue, "tag": tag, "after": after, "limit": limit}
-        return self._conn.execute(_page_sql(params, descending), params).fetchall()
+        return job_rows(self._conn.execute(_page_sql(params, descending), params))
 
     def job_progress(self, job_id, token, fraction, note, attempt, now) -> bool:
         cur = self._conn.execute(Q.PROGRESS, {"id": job_id, "token": token, "fraction": fraction, "note": note,
@@ -356,8 +375,9 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         for jid, error in cancelled:
             conn.execute(DQ.CANCEL_DEPENDENT, {"id": jid, "error": error, "now": now})
 
-    def dependency_list(self, job_id: str, parents: bool) -> list[tuple]:
-        return self._conn.execute(DQ.PARENTS_OF if parents else DQ.DEPENDENTS_OF, {"id": job_id}).fetchall()
+    def dependency_list(self, job_id: str, parents: bool) -> list[DependencyRow]:
+        return [dependency_row(r) for r in self._conn.execute(DQ.PARENTS_OF if parents else DQ.DEPENDENTS_OF,
+                                                              {"id": job_id})]
 
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoint_save(self, run_id, node_id, value, generation, token, now) -> bool:
@@ -365,9 +385,9 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
                                                      "generation": generation, "token": token, "now": now})
         return cur.rowcount == 1
 
-    def checkpoint_list(self, run_id, max_generation):
-        return self._conn.execute(Q.CHECKPOINT_LIST, {"run_id": run_id,
-                                                      "max_generation": max_generation}).fetchall()
+    def checkpoint_list(self, run_id: str, max_generation: int) -> list[CheckpointRow]:
+        return [CheckpointRow(*r) for r in self._conn.execute(Q.CHECKPOINT_LIST, {
+            "run_id": run_id, "max_generation": max_generation})]
 
     # -- application SQL -------------------------------------------------------------------
     def execute(self, sql: str, params: Any = None) -> Any:
@@ -428,23 +448,24 @@ def _insert_copied(conn: psycopg.Connection, jobs: Sequence[NewJob], now: int | 
 
 
 def _claim_order(row: JobRow) -> tuple:
-    return (-row[15], row[4], row[12], row[0])  # priority DESC, run_at, created_at, id
+    return (-row.priority, row.run_at, row.created_at, row.id)
 
 
 _CLAIM_CACHE: dict[tuple, str] = {}
 
 
-def _split_spent(rows: list[JobRow], spent: list[str]) -> list[JobRow]:
-    """The claimed rows of a CLAIM answer; the ids of the spent expired leases it met (flag NULL)
-    go to ``spent``."""
-    if all(r[RECLAIMED_INDEX] is not None for r in rows):
+def _split_spent(raw: list[Any], spent: list[str]) -> list[JobRow]:
+    """The claimed rows of a CLAIM answer, as records; the ids of the spent expired leases it met
+    (flag NULL) go to ``spent``."""
+    rows = job_rows(raw)
+    if all(r.reclaimed is not None for r in rows):
         return rows
-    spent.extend(r[0] for r in rows if r[RECLAIMED_INDEX] is None)
-    return [r for r in rows if r[RECLAIMED_INDEX] is not None]
+    spent.extend(r.id for r in rows if r.reclaimed is None)
+    return [r for r in rows if r.reclaimed is not None]
 
 
 def _reclaimed(rows: list[JobRow]) -> bool:
-    return len(rows) == 1 and bool(rows[0][RECLAIMED_INDEX])
+    return len(rows) == 1 and bool(rows[0].reclaimed)
 
 
 def _claim_sql(kinds, queues, *, limited: bool = False, group_filter: bool = False, limit: int = 1,

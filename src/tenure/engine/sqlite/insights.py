@@ -1,14 +1,13 @@
 """SQLite read-only queries for the dashboard, the CLI and metrics (queue depth, throughput, workers).
 
 Nothing here writes. Every statement reads committed rows through the session's connection and
-answers plain tuples; :mod:`tenure.insights` turns them into records.
+answers plain tuples; engine/insights.py makes them records.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..rows import QueuedKindRow
+from ..insights import InsightsMixin, InsightStatements
+from ..rows import QueuedKindRow, QueueStateCount
 
 #: Jobs per queue per state. A full pass over the jobs table (one covering read per row): callers
 #: cache the answer for a couple of seconds (see tenure.insights).
@@ -65,44 +64,22 @@ GROUP BY queue, kind, origin_queue IS NOT NULL
 SCHEMA_VERSIONS = "SELECT version, name, applied_at FROM tenure_migrations ORDER BY version"
 
 
-class SQLiteInsightsMixin:
-    """Dashboard/metrics read methods of the SQLite session (read-only)."""
+class SQLiteInsightsMixin(InsightsMixin):
+    """The read model on SQLite: its statements; the methods are engine/insights.py's."""
 
-    _conn: Any
-
-    def insight_queue_counts(self, sample: float | None = None) -> list[tuple[str, str, int]]:
-        """``(queue, state, count)`` for every queue and state that has rows (always exact)."""
-        return self._conn.execute(QUEUE_STATE_COUNTS).fetchall()
+    def insight_queue_counts(self, sample: float | None = None) -> list[QueueStateCount]:
+        """Every queue and state that has rows, with its count (always exact)."""
+        return [QueueStateCount(*r) for r in self._conn.execute(QUEUE_STATE_COUNTS)]
 
     def insight_size(self) -> None:
         """No estimate without a pass over the table: the overview counts exactly."""
         return None
-
-    def insight_queues(self) -> list[tuple]:
-        """``(name, paused, policy, concurrency_limit, group_limit, dead_letter, created_at,
-        updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness)``
-        per registered queue, by name."""
-        return self._conn.execute(QUEUES).fetchall()
-
-    def insight_rate_deferred(self, now: int) -> list[tuple[str, int]]:
-        return [(r[0], int(r[1])) for r in self._conn.execute(RATE_DEFERRED, {"now": now}).fetchall()]
-
-    def insight_settled_buckets(self, since: int, until: int, bucket_ms: int) -> list[tuple[int, str, int]]:
-        """``(bucket index, state, count)`` of jobs whose latest settlement (done, dead, cancelled,
-        or a failure now waiting for its retry) happened in ``[since, until)``."""
-        params = {"since": since, "until": until, "bucket": bucket_ms}
-        conn = self._conn
-        return conn.execute(SETTLED_BUCKETS, params).fetchall() + conn.execute(FAILED_BUCKETS, params).fetchall()
-
-    def insight_workers(self, limit: int) -> list[tuple]:
-        """Rows of the worker registry, most recent heartbeat first (JSON columns as text)."""
-        return self._conn.execute(WORKERS, {"limit": limit}).fetchall()
 
     def insight_queued_kinds(self, sample: float | None = None) -> list[QueuedKindRow]:
         """Queued jobs per queue, kind and copy-or-not, with the oldest ``created_at``."""
         return [QueuedKindRow(q, k, bool(c), int(n), int(o))
                 for q, k, c, n, o in self._conn.execute(QUEUED_KINDS).fetchall()]
 
-    def insight_schema_versions(self) -> list[tuple[int, str, int]]:
-        """``(version, name, applied_at)`` of every applied migration."""
-        return self._conn.execute(SCHEMA_VERSIONS).fetchall()
+    _insight_sql = InsightStatements(
+        queues=QUEUES, rate_deferred=RATE_DEFERRED, settled_buckets=SETTLED_BUCKETS,
+        failed_buckets=FAILED_BUCKETS, workers=WORKERS, schema_versions=SCHEMA_VERSIONS)

@@ -3,8 +3,8 @@
 Every statement is named here (the PostgreSQL twin, ``engine/postgres/maintenance.py``, has the
 same names). The semantics — what fires when, who leads, what is swept — live above the engine
 boundary in :mod:`tenure.schedules` and :mod:`tenure.maintenance`. Times are epoch ms; a ``now``
-of None means the wall clock. Rows cross the boundary as tuples in
-:data:`tenure.schedules.SCHEDULE_COLUMNS` / :data:`tenure.maintenance.WORKER_COLUMNS` order.
+of None means the wall clock. Rows cross the boundary as :class:`~tenure.engine.rows.ScheduleRow`
+and :class:`~tenure.engine.rows.WorkerRow` records.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-SCHEDULE_COLS = ("name, key, cron, tz, kind, payload, queue, options, catch_up, last_fire_at, "
-                 "next_fire_at, created_at, updated_at, paused_at")
-WORKER_COLS = "id, host, pid, queues, kinds, concurrency, started_at, heartbeat_at, in_flight, stats"
+from ..rows import SCHEDULE_COLUMNS, WORKER_COLUMNS, LeaderRow, Reaped, ScheduleRow
+
+SCHEDULE_COLS = ", ".join(SCHEDULE_COLUMNS)
+WORKER_COLS = ", ".join(WORKER_COLUMNS)
 SETTLED = "('done', 'dead', 'cancelled')"
 
 # -- schedules ------------------------------------------------------------------------------------
@@ -168,36 +169,24 @@ class SQLiteMaintenanceMixin:
     _conn: sqlite3.Connection
 
     # -- schedules ------------------------------------------------------------------------------
-    def schedule_upsert(self, row: dict[str, Any], now: int | None) -> tuple | None:
+    def schedule_upsert(self, row: dict[str, Any], now: int | None) -> ScheduleRow | None:
         """Insert or change one schedule; answers the row, or None when nothing changed."""
         now = _wall_ms() if now is None else now
-        return self._conn.execute(SCHEDULE_UPSERT, {**row, "now": now}).fetchone()
+        return _schedule(self._conn.execute(SCHEDULE_UPSERT, {**row, "now": now}).fetchone())
 
-    def schedule_get(self, name: str, key: str) -> tuple | None:
-        return self._conn.execute(SCHEDULE_GET, {"name": name, "key": key}).fetchone()
+    def schedule_get(self, name: str, key: str) -> ScheduleRow | None:
+        return _schedule(self._conn.execute(SCHEDULE_GET, {"name": name, "key": key}).fetchone())
 
-    def schedule_list(self, name: str | None) -> list[tuple]:
-        return self._conn.execute(SCHEDULE_LIST, {"name": name}).fetchall()
+    def schedule_list(self, name: str | None) -> list[ScheduleRow]:
+        return [ScheduleRow(*r) for r in self._conn.execute(SCHEDULE_LIST, {"name": name})]
 
-    def schedule_delete(self, name: str, key: str) -> bool:
-        return self._conn.execute(SCHEDULE_DELETE, {"name": name, "key": key}).rowcount == 1
-
-    def schedule_due(self, now: int, limit: int) -> list[tuple]:
-        return self._conn.execute(SCHEDULE_DUE, {"now": now, "limit": limit}).fetchall()
-
-    def schedule_advance(self, *, name: str, key: str, cron: str, tz: str, expected: int,
-                         last_fire_at: int | None, next_fire_at: int | None, now: int) -> bool:
-        """Compare-and-set: move the schedule from ``expected`` on; False when another caller did."""
-        return self._conn.execute(SCHEDULE_ADVANCE, {
-            "name": name, "key": key, "cron": cron, "tz": tz, "expected": expected,
-            "last_fire_at": last_fire_at, "next_fire_at": next_fire_at, "now": now}).rowcount == 1
-
-    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None, now: int) -> tuple | None:
+    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None,
+                       now: int) -> ScheduleRow | None:
         """Pause one schedule (kept if already paused), or resume it planned to ``next_fire_at`` if
         it was paused; answers its row, or None when absent."""
         sql = SCHEDULE_PAUSE if paused else SCHEDULE_RESUME
         params = {"name": name, "key": key, "now": now, "next_fire_at": next_fire_at}
-        return self._conn.execute(sql, params).fetchone()
+        return _schedule(self._conn.execute(sql, params).fetchone())
 
     # -- leadership -----------------------------------------------------------------------------
     def leader_acquire(self, name: str, owner: str, ttl_ms: int, now: int | None) -> int | None:
@@ -208,11 +197,9 @@ class SQLiteMaintenanceMixin:
                                                   "now": now}).fetchone()
         return None if row is None else row[1]
 
-    def leader_release(self, name: str, owner: str) -> bool:
-        return self._conn.execute(LEADER_RELEASE, {"name": name, "owner": owner}).rowcount == 1
-
-    def leader_get(self, name: str) -> tuple | None:
-        return self._conn.execute(LEADER_GET, {"name": name}).fetchone()
+    def leader_get(self, name: str) -> LeaderRow | None:
+        row = self._conn.execute(LEADER_GET, {"name": name}).fetchone()
+        return None if row is None else LeaderRow(*row)
 
     # -- worker registry ------------------------------------------------------------------------
     def worker_heartbeat(self, rows: Sequence[dict[str, Any]], now: int | None) -> None:
@@ -226,13 +213,10 @@ class SQLiteMaintenanceMixin:
     def worker_remove(self, ids: Sequence[str]) -> int:
         return self._conn.execute(WORKER_REMOVE, {"ids": json.dumps(list(ids))}).rowcount
 
-    def worker_list(self) -> list[tuple]:
-        return self._conn.execute(WORKER_LIST).fetchall()
-
     def worker_reap(self, dead_before: int, keep: Sequence[str], now: int | None,
-                    limit: int) -> tuple[int, int]:
+                    limit: int) -> Reaped:
         """End the live leases of up to ``limit`` workers silent since ``dead_before`` (except
-        ``keep``) and delete their rows, in one transaction; answers ``(leases, workers)``."""
+        ``keep``) and delete their rows, in one transaction."""
         now = _wall_ms() if now is None else now
         conn = self._conn
         opened = _begin(conn)
@@ -249,7 +233,7 @@ class SQLiteMaintenanceMixin:
             if ids:
                 conn.execute(WORKER_REMOVE, {"ids": json.dumps(ids)})
             ok = True
-            return leases, len(ids)
+            return Reaped(leases, len(ids))
         finally:
             _end(conn, opened, ok)
 
@@ -297,3 +281,7 @@ class SQLiteMaintenanceMixin:
             return len(ids)
         finally:
             _end(conn, opened, ok)
+
+
+def _schedule(r: Any) -> ScheduleRow | None:
+    return None if r is None else ScheduleRow(*r)

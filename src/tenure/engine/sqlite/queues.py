@@ -13,14 +13,22 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ...rate_window import Rate
-from ..limited import rewindowed
-from ..rows import NewJob, new_job_params
+from ..limited import queue_rates, rewindowed
+from ..rows import (
+    QUEUE_COLUMNS,
+    Inserted,
+    NewJob,
+    QueueDeleted,
+    QueuePut,
+    QueueRow,
+    RateWindowRow,
+    SubscriptionRow,
+    new_job_params,
+    queue_row,
+)
 from . import queries as Q
 
-QUEUE_COLS = ("name, policy, max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, timeout_ms, "
-              "retention_ms, delete_after_ms, dead_letter, concurrency_limit, group_limit, paused, created_at, "
-              "updated_at, rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, fairness, group_weights")
+QUEUE_COLS = ", ".join(QUEUE_COLUMNS)
 #: Options a caller may set on a queue (column names; whitelisted before any SQL is built).
 QUEUE_SETTINGS = ("policy", "max_attempts", "retry_delay_ms", "retry_backoff", "retry_delay_max_ms", "timeout_ms",
                   "retention_ms", "delete_after_ms", "dead_letter", "concurrency_limit", "group_limit",
@@ -153,76 +161,68 @@ class SQLiteQueuesMixin:
             yield
 
     # -- registry -------------------------------------------------------------------------------
-    def queue_get(self, name: str) -> tuple | None:
-        return self._conn.execute(QUEUE_GET, (name,)).fetchone()
+    def queue_get(self, name: str) -> QueueRow | None:
+        return queue_row(self._conn.execute(QUEUE_GET, (name,)).fetchone())
 
     def queue_lock_dead_letters(self) -> None:
         """Serialise changes to the dead-letter graph: a no-op here, since the caller's write
         transaction (BEGIN IMMEDIATE) already excludes every other writer."""
 
-    def queue_list(self) -> list[tuple]:
-        return self._conn.execute(QUEUE_LIST).fetchall()
-
-    def queue_defaults(self, names: Sequence[str]) -> dict[str, tuple]:
+    def queue_defaults(self, names: Sequence[str]) -> dict[str, QueueRow]:
         """The registry rows of ``names`` that exist, by name."""
         if len(names) == 1:
-            row = self._conn.execute(QUEUE_GET, (names[0],)).fetchone()
-            return {} if row is None else {row[0]: row}
-        return {r[0]: r for r in self._conn.execute(QUEUE_DEFAULTS, (json.dumps(list(names)),))}
+            row = queue_row(self._conn.execute(QUEUE_GET, (names[0],)).fetchone())
+            return {} if row is None else {row.name: row}
+        return {r[0]: QueueRow(*r) for r in self._conn.execute(QUEUE_DEFAULTS, (json.dumps(list(names)),))}
 
     def queue_put(self, name: str, settings: dict[str, Any], now: int | None, *,
-                  create: bool) -> tuple[str, tuple | None]:
-        """Set ``settings`` on queue ``name`` (creating it first when ``create``). Answers
-        ``("ok", row)``, ``("missing", None)`` or ``("busy", row)`` (a policy change refused
-        because the queue holds live jobs)."""
+                  create: bool) -> QueuePut:
         now = _now(now)
         conn = self._conn
         with self.queue_atomic():
             if create:
                 conn.execute(QUEUE_INSERT, {"name": name, "now": now}).fetchall()
             elif conn.execute(QUEUE_GET, (name,)).fetchone() is None:
-                return "missing", None
+                return QueuePut("missing", None)
             if not settings:
-                return "ok", conn.execute(QUEUE_GET, (name,)).fetchone()
+                return QueuePut("ok", queue_row(conn.execute(QUEUE_GET, (name,)).fetchone()))
             sql = QUEUE_UPDATE.format(assignments=", ".join(f"{c} = :{c}" for c in settings),
                                       live=LIVE, cols=QUEUE_COLS)
             params = {**{"policy": None}, **settings, "name": name, "now": now}
             if "retry_backoff" in settings and settings["retry_backoff"] is not None:
                 params["retry_backoff"] = int(settings["retry_backoff"])
-            row = conn.execute(sql, params).fetchone()
+            row = queue_row(conn.execute(sql, params).fetchone())
             if row is None:
-                return "busy", conn.execute(QUEUE_GET, (name,)).fetchone()
+                return QueuePut("busy", queue_row(conn.execute(QUEUE_GET, (name,)).fetchone()))
             if RATE_SETTINGS & settings.keys():
                 windows = conn.execute(Q.RATE_WINDOW_LIST, (name, -1)).fetchall()
-                rate = None if row[15] is None else Rate(row[15], row[16])
-                group_rate = None if row[17] is None else Rate(row[17], row[18])
+                rate, group_rate = queue_rates(row)
                 conn.executemany(Q.RATE_WINDOW_SAVE, [(name, *w) for w in rewindowed(windows, rate, group_rate)])
-            return "ok", row
+            return QueuePut("ok", row)
 
-    def queue_rate_windows(self, name: str, limit: int) -> list[tuple]:
-        return self._conn.execute(Q.RATE_WINDOW_LIST, (name, limit)).fetchall()
+    def queue_rate_windows(self, name: str, limit: int) -> list[RateWindowRow]:
+        return [RateWindowRow(*r) for r in self._conn.execute(Q.RATE_WINDOW_LIST, (name, limit))]
 
-    def queue_pause(self, name: str, paused: bool, now: int | None) -> tuple | None:
-        return self._conn.execute(QUEUE_PAUSE, {"name": name, "paused": int(paused),
-                                                "now": _now(now)}).fetchone()
+    def queue_pause(self, name: str, paused: bool, now: int | None) -> QueueRow | None:
+        return queue_row(self._conn.execute(QUEUE_PAUSE, {"name": name, "paused": int(paused),
+                                                          "now": _now(now)}).fetchone())
 
-    def queue_delete(self, name: str, force: bool) -> tuple[str, int]:
+    def queue_delete(self, name: str, force: bool) -> QueueDeleted:
         """Delete the queue, its jobs (settled ones; live ones only when ``force``), their
-        checkpoints and its subscriptions, in one transaction. Answers ``("deleted", jobs)``,
-        ``("missing", 0)`` or ``("busy", live_jobs)``."""
+        checkpoints and its subscriptions, in one transaction."""
         conn = self._conn
         with self.queue_atomic():
             if conn.execute(QUEUE_GET, (name,)).fetchone() is None:
-                return "missing", 0
+                return QueueDeleted("missing", 0)
             live = conn.execute(QUEUE_LIVE, (name,)).fetchone()[0]
             if live and not force:
-                return "busy", live
+                return QueueDeleted("busy", live)
             conn.execute(QUEUE_DELETE_CHECKPOINTS, (name,))
             removed = conn.execute(QUEUE_DELETE_JOBS, (name,)).rowcount
             conn.execute(QUEUE_DELETE_SUBSCRIPTIONS, (name,))
             conn.execute(Q.RATE_WINDOW_DELETE, (name,))
             conn.execute(QUEUE_DELETE, (name,))
-        return "deleted", removed
+        return QueueDeleted("deleted", removed)
 
     # -- uniqueness -----------------------------------------------------------------------------
     def queue_find_duplicate(self, j: NewJob, debounce: bool) -> str | None:
@@ -234,18 +234,18 @@ class SQLiteQueuesMixin:
             "debounce": 1 if debounce else 0, "kind": j.kind}).fetchone()
         return None if row is None else row[0]
 
-    def queue_debounce(self, j: NewJob, debounce_ms: int, now: int | None) -> tuple[str, bool] | None:
+    def queue_debounce(self, j: NewJob, debounce_ms: int, now: int | None) -> Inserted | None:
         """Move the pending debounced job of ``j``'s (queue, kind, key) to ``j``'s payload and
-        run_at (answers ``(its id, False)``), else insert ``j`` (``(j.id, True)``); None when
+        run_at (answers its id, not inserted), else insert ``j``; None when
         another uniqueness rule refused the insert."""
         params = _job_params(j, _now(now), debounce_ms)
         conn = self._conn
         with self.queue_atomic():
             row = conn.execute(DEBOUNCE_UPDATE, params).fetchone()
             if row is not None:
-                return row[0], False
+                return Inserted(row[0], False)
             if conn.execute(DEBOUNCE_INSERT, params).fetchone() is not None:
-                return j.id, True
+                return Inserted(j.id, True)
         return None
 
     # -- dead letters ---------------------------------------------------------------------------
@@ -255,12 +255,6 @@ class SQLiteQueuesMixin:
         cur = self._conn.execute(DEAD_LETTER, {"pairs": json.dumps(list(pairs)), "now": _now(now),
                                                "max_attempts": default_max_attempts})
         return cur.rowcount
-
-    def queue_redrive_select(self, queue: str, limit: int, after: tuple[int, str] | None) -> list[tuple]:
-        """Up to ``limit`` dead-letter copies waiting in ``queue`` after ``(created_at, id)``."""
-        created, last = (None, None) if after is None else after
-        return self._conn.execute(REDRIVE_SELECT, {"queue": queue, "limit": limit, "after_created": created,
-                                                   "after_id": last}).fetchall()
 
     def queue_redrive_settle(self, pairs: Sequence[tuple[str, str]], now: int | None) -> int:
         cur = self._conn.execute(REDRIVE_SETTLE, {"pairs": json.dumps(list(pairs)), "now": _now(now)})
@@ -280,5 +274,5 @@ class SQLiteQueuesMixin:
     def subscription_queues(self, event: str) -> list[str]:
         return [r[0] for r in self._conn.execute(SUBSCRIBERS, (event,))]
 
-    def subscription_list(self, event: str | None) -> list[tuple[str, str]]:
-        return self._conn.execute(SUBSCRIPTIONS, {"event": event}).fetchall()
+    def subscription_list(self, event: str | None) -> list[SubscriptionRow]:
+        return [SubscriptionRow(*r) for r in self._conn.execute(SUBSCRIPTIONS, {"event": event})]

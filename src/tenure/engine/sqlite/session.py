@@ -14,11 +14,30 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from ...rate_window import Rate
-from ..base import Edge, Session
+from ..base import Session
+from ..common import SharedMethods, SharedStatements
 from ..limited import QueueLimits, claim_queue, record_starts
-from ..rows import DEFAULT_MAX_ATTEMPTS, HISTORY_KEEP, NOT_UTF8, JobRow, NewJob, Settle, new_job_params
+from ..rows import (
+    DEFAULT_MAX_ATTEMPTS,
+    HISTORY_KEEP,
+    NOT_UTF8,
+    CheckpointRow,
+    DependencyRow,
+    Edge,
+    Inserted,
+    JobRow,
+    NewJob,
+    Settle,
+    SettledAndClaimed,
+    dependency_row,
+    job_row,
+    job_rows,
+    new_job_params,
+)
 from . import dependency_queries as DQ
+from . import maintenance as M
 from . import queries as Q
+from . import queues as QU
 from .insights import SQLiteInsightsMixin
 from .maintenance import SQLiteMaintenanceMixin
 from .queues import SQLiteQueuesMixin
@@ -65,15 +84,19 @@ class _LimitedSQLite:
             params["only_group"] = group
         sql = _claim_sql(1, self._kinds is not None, full_groups is not None, self._copies,
                          limited=True, group_rate=group_rate, one_group=group is not None)
-        return self._conn.execute(sql, params).fetchall(), False
+        return job_rows(self._conn.execute(sql, params)), False
 
 def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixin, SQLiteInsightsMixin, Session):
+class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixin, SQLiteInsightsMixin, SharedMethods, Session):
     dialect = "sqlite"
     __slots__ = ("_conn", "_owns_tx")
+    _shared_sql = SharedStatements(
+        schedule_delete=M.SCHEDULE_DELETE, schedule_due=M.SCHEDULE_DUE, schedule_advance=M.SCHEDULE_ADVANCE,
+        leader_release=M.LEADER_RELEASE, worker_list=M.WORKER_LIST, queue_list=QU.QUEUE_LIST,
+        redrive_select=QU.REDRIVE_SELECT, cancel_flagged=Q.CANCEL_FLAGGED)
 
     def __init__(self, conn: sqlite3.Connection, owns_tx: bool = True) -> None:
         self._conn = conn
@@ -91,40 +114,40 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         return _wall_ms()
 
     # -- jobs ----------------------------------------------------------------------------------
-    def job_insert(self, jobs: Sequence[NewJob], now: int | None) -> list[tuple[str, bool]]:
+    def job_insert(self, jobs: Sequence[NewJob], now: int | None) -> list[Inserted]:
         now = _wall_ms() if now is None else now
         if len(jobs) == 1:
             return self._insert(jobs, now)
         with self._atomic():
             return self._insert(jobs, now)
 
-    def _insert(self, jobs: Sequence[NewJob], now: int) -> list[tuple[str, bool]]:
+    def _insert(self, jobs: Sequence[NewJob], now: int) -> list[Inserted]:
         conn = self._conn
-        out: list[tuple[str, bool]] = []
+        out: list[Inserted] = []
         if len(jobs) > 1 and all(j.singleton_key is None for j in jobs):
             # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.
             sql, rows = _insert_rows(jobs, now)
             written = sum(conn.execute(sql, (_dumps(rows[i:i + BULK_ROWS]),)).rowcount
                           for i in range(0, len(rows), BULK_ROWS))
             if written == len(jobs):
-                return [(j.id, True) for j in jobs]
+                return [Inserted(j.id, True) for j in jobs]
             # Some ids existed: answer per job (the rows are written; only the flags are unknown).
-            return [(j.id, conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone()
-                     is not None and False) for j in jobs]
+            return [Inserted(j.id, conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone()
+                             is not None and False) for j in jobs]
         for j in jobs:
             if conn.execute(Q.INSERT, _insert_params(j, now)).rowcount == 1:
-                out.append((j.id, True))
+                out.append(Inserted(j.id, True))
                 continue
             if conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone():
-                out.append((j.id, False))
+                out.append(Inserted(j.id, False))
                 continue
             row = conn.execute(Q.FIND_SINGLETON, {"queue": j.queue, "singleton_key": j.singleton_key,
                                                   "singleton_on": j.singleton_on}).fetchone()
-            out.append((row[0] if row else j.id, False))
+            out.append(Inserted(row[0] if row else j.id, False))
         return out
 
     def job_get(self, job_id: str) -> JobRow | None:
-        return self._readable(lambda: self._conn.execute(Q.GET, (job_id,)).fetchone())
+        return self._readable(lambda: job_row(self._conn.execute(Q.GET, (job_id,)).fetchone()))
 
     # -- text that is not UTF-8 ------------------------------------------------------------------
     # tenure never writes such text (docs/guarantees.md, "Liveness: every outcome settles"), but
@@ -217,15 +240,15 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
                 revived = self._reclaim(kinds, free + [lim.name for lim in limited], owner, lease_ms, now,
                                         limit, instance, copies)
                 if revived is not None:
-                    lim = next((x for x in limited if x.name == revived[14]), None)
+                    lim = next((x for x in limited if x.name == revived.queue), None)
                     if lim is not None:
                         record_starts(_LimitedSQLite(self, kinds, owner, lease_ms, now, instance, copies),
                                       lim, now, [revived])
                     return [revived]  # an expired lease is run alone (docs/guarantees.md, "Liveness")
             rows = []
             if free:
-                rows = conn.execute(_claim_sql(len(free), kinds is not None, False, copies),
-                                    _claim_params(kinds, free, owner, lease_ms, now, limit, instance)).fetchall()
+                rows = job_rows(conn.execute(_claim_sql(len(free), kinds is not None, False, copies),
+                                             _claim_params(kinds, free, owner, lease_ms, now, limit, instance)))
                 if not limited:
                     return sorted(rows, key=_claim_order) if len(rows) > 1 else rows
             claimer = _LimitedSQLite(self, kinds, owner, lease_ms, now, instance, copies)
@@ -243,19 +266,19 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         """The expired leases of ``queues`` (RECLAIM): those on their last attempt settled dead and
         copied to their dead-letter queues (in the caller's transaction); answers the one leased
         again, if any."""
-        rows = self._conn.execute(_reclaim_sql(kinds is not None, copies),
-                                  _claim_params(kinds, queues, owner, lease_ms, now, limit, instance)).fetchall()
+        rows = job_rows(self._conn.execute(_reclaim_sql(kinds is not None, copies),
+                                           _claim_params(kinds, queues, owner, lease_ms, now, limit, instance)))
         if not rows:
             return None
-        dead = [(r[0], str(uuid.uuid4())) for r in rows if r[3] == "dead"]
+        dead = [(r.id, str(uuid.uuid4())) for r in rows if r.state == "dead"]
         if dead:
             self.queue_dead_letter(dead, DEFAULT_MAX_ATTEMPTS, now)
-        return next((r for r in rows if r[3] == "leased"), None)
+        return next((r for r in rows if r.state == "leased"), None)
 
     def job_renew(self, job_id, token, lease_ms, now) -> JobRow | None:
         now = _wall_ms() if now is None else now
-        return self._conn.execute(Q.RENEW, {"id": job_id, "token": token, "lease_ms": lease_ms,
-                                            "now": now}).fetchone()
+        return job_row(self._conn.execute(Q.RENEW, {"id": job_id, "token": token, "lease_ms": lease_ms,
+                                                    "now": now}).fetchone())
 
     def job_lock(self, job_id: str, token: str, now: int | None) -> bool:
         now = _wall_ms() if now is None else now
@@ -277,7 +300,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
             done = self.job_complete(items, now) if items else set()
             rows = self.job_claim(kinds=kinds, queues=queues, owner=owner, lease_ms=lease_ms, now=now,
                                   limit=limit, instance=instance) if limit > 0 else []
-        return done, rows
+        return SettledAndClaimed(done, rows)
 
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
         return self._undoable(lambda: self._fail_rows(items, now))
@@ -293,42 +316,40 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
                                             "now": now, "entry": it.entry, "fixed": 1 if it.fixed_delay else 0,
                                             "keep": HISTORY_KEEP}).fetchone()
                 if row is not None:
-                    out.append(row)
+                    out.append(JobRow(*row))
         return out
 
     def job_snooze(self, job_id: str, token: str, delay_ms: int, now: int | None) -> JobRow | None:
         now = _wall_ms() if now is None else now
-        return self._conn.execute(Q.SNOOZE, {"id": job_id, "token": token, "run_at": now + delay_ms,
-                                             "now": now}).fetchone()
+        return job_row(self._conn.execute(Q.SNOOZE, {"id": job_id, "token": token, "run_at": now + delay_ms,
+                                                     "now": now}).fetchone())
 
     def job_cancel(self, job_id, token, now) -> JobRow | None:
         now = _wall_ms() if now is None else now
         if token is None:
-            return self._undoable(lambda: self._conn.execute(Q.CANCEL_QUEUED, {"id": job_id, "now": now}).fetchone())
-        return self._undoable(lambda: self._conn.execute(
-            Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone())
+            return self._undoable(lambda: job_row(self._conn.execute(Q.CANCEL_QUEUED,
+                                                                     {"id": job_id, "now": now}).fetchone()))
+        return self._undoable(lambda: job_row(self._conn.execute(
+            Q.CANCEL_LEASED, {"id": job_id, "token": token, "now": now}).fetchone()))
 
     def job_release(self, job_id: str, token: str, now: int | None) -> JobRow | None:
         now = _wall_ms() if now is None else now
-        return self._conn.execute(Q.RELEASE, {"id": job_id, "token": token, "now": now}).fetchone()
+        return job_row(self._conn.execute(Q.RELEASE, {"id": job_id, "token": token, "now": now}).fetchone())
 
     def job_request_cancel(self, job_id: str, now: int | None) -> JobRow | None:
         now = _wall_ms() if now is None else now
-        return self._conn.execute(Q.REQUEST_CANCEL, {"id": job_id, "now": now}).fetchone()
+        return job_row(self._conn.execute(Q.REQUEST_CANCEL, {"id": job_id, "now": now}).fetchone())
 
     def job_cancel_abandoned(self, now: int | None) -> list[JobRow]:
         now = _wall_ms() if now is None else now
         conn = self._conn
         if conn.execute(Q.CANCEL_FLAGGED + " LIMIT 1").fetchone() is None:
             return []  # the common case: a read, no write transaction
-        return conn.execute(Q.CANCEL_ABANDONED, {"now": now}).fetchall()
-
-    def job_cancel_flagged(self) -> list[str]:
-        return [r[0] for r in self._conn.execute(Q.CANCEL_FLAGGED)]
+        return job_rows(conn.execute(Q.CANCEL_ABANDONED, {"now": now}))
 
     def job_requeue(self, job_id, now) -> JobRow | None:
         now = _wall_ms() if now is None else now
-        return self._undoable(lambda: self._conn.execute(Q.REQUEUE, {"id": job_id, "now": now}).fetchone())
+        return self._undoable(lambda: job_row(self._conn.execute(Q.REQUEUE, {"id": job_id, "now": now}).fetchone()))
 
     def job_counts(self) -> dict[str, int]:
         return dict(self._conn.execute(Q.COUNTS).fetchall())
@@ -341,7 +362,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
             filters = "".join(Q.PAGE_AFTER_DESC if descending and name == "after" else text
                               for name, text in Q.PAGE_FILTERS.items() if params[name] is not None)
             sql = _PAGE_CACHE[shape] = Q.PAGE.format(filters=filters, direction="DESC" if descending else "")
-        return self._readable(lambda: self._conn.execute(sql, params).fetchall())
+        return self._readable(lambda: job_rows(self._conn.execute(sql, params)))
 
     def job_progress(self, job_id, token, fraction, note, attempt, now) -> bool:
         now = _wall_ms() if now is None else now
@@ -395,9 +416,9 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         for jid, error in cancelled:
             conn.execute(DQ.CANCEL_DEPENDENT, {"id": jid, "error": error, "now": now})
 
-    def dependency_list(self, job_id: str, parents: bool) -> list[tuple]:
+    def dependency_list(self, job_id: str, parents: bool) -> list[DependencyRow]:
         sql = DQ.PARENTS_OF if parents else DQ.DEPENDENTS_OF
-        return self._readable(lambda: self._conn.execute(sql, (job_id,)).fetchall())
+        return self._readable(lambda: [dependency_row(r) for r in self._conn.execute(sql, (job_id,))])
 
     def dependency_atomic(self):
         """A write transaction for an enqueue with dependencies, also on an adopted connection in
@@ -415,8 +436,8 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
                                                      "generation": generation, "token": token, "now": now})
         return cur.rowcount == 1
 
-    def checkpoint_list(self, run_id, max_generation):
-        return self._conn.execute(Q.CHECKPOINT_LIST, (run_id, max_generation)).fetchall()
+    def checkpoint_list(self, run_id: str, max_generation: int) -> list[CheckpointRow]:
+        return [CheckpointRow(*r) for r in self._conn.execute(Q.CHECKPOINT_LIST, (run_id, max_generation))]
 
     # -- application SQL -------------------------------------------------------------------
     def execute(self, sql: str, params: Any = None) -> Any:
@@ -463,7 +484,7 @@ def _insert_rows(jobs: Sequence[NewJob], now: int) -> tuple[str, list[tuple]]:
 
 def _claim_order(row: JobRow) -> tuple:
     """Claim order (priority DESC, run_at, created_at, id): UPDATE ... RETURNING has none."""
-    return (-row[15], row[4], row[12], row[0])
+    return (-row.priority, row.run_at, row.created_at, row.id)
 
 
 _CLAIM_CACHE: dict[tuple[int, bool, bool, bool, bool, bool, bool], str] = {}

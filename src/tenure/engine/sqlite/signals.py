@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..rows import JOB_COLUMNS
+from ..rows import JOB_COLUMNS, JobRow, SentSignal, TakenSignal, job_rows
 
 COLS = ", ".join(JOB_COLUMNS)
 SETTLED = "('done', 'dead', 'cancelled')"
@@ -52,19 +52,19 @@ class SQLiteSignalsMixin:
     def signal_lock(self, key: str) -> None:
         return None  # the write transaction (BEGIN IMMEDIATE) already serialises every writer
 
-    def signal_insert(self, key: str, payload: str | None, now: int | None) -> tuple[int, int]:
+    def signal_insert(self, key: str, payload: str | None, now: int | None) -> SentSignal:
         now = _wall_ms() if now is None else now
         row = self._conn.execute(SIGNAL_INSERT, (key, payload, now)).fetchone()
-        return int(row[0]), int(row[1])
+        return SentSignal(int(row[0]), int(row[1]))
 
     def signal_wake(self, key: str, now: int | None) -> list[str]:
         now = _wall_ms() if now is None else now
         return [r[0] for r in self._conn.execute(SIGNAL_WAKE, {"key": key, "now": now}).fetchall()]
 
-    def signal_take(self, key: str, job_id: str, now: int | None) -> tuple[int, str | None] | None:
+    def signal_take(self, key: str, job_id: str, now: int | None) -> TakenSignal | None:
         now = _wall_ms() if now is None else now
         row = self._conn.execute(SIGNAL_TAKE, {"key": key, "job": job_id, "now": now}).fetchone()
-        return None if row is None else (int(row[0]), row[1])
+        return None if row is None else TakenSignal(int(row[0]), row[1])
 
     def signal_count(self, key: str) -> int:
         return int(self._conn.execute(SIGNAL_COUNT, (key,)).fetchone()[0])
@@ -84,8 +84,8 @@ class SQLiteSignalsMixin:
     def job_children_open(self, parent_id: str) -> int:
         return int(self._conn.execute(CHILDREN_OPEN, (parent_id,)).fetchone()[0])
 
-    def job_get_many(self, job_ids: Sequence[str]) -> list[tuple]:
-        return self._conn.execute(GET_MANY, (json.dumps(list(job_ids)),)).fetchall()
+    def job_get_many(self, job_ids: Sequence[str]) -> list[JobRow]:
+        return job_rows(self._conn.execute(GET_MANY, (json.dumps(list(job_ids)),)))
 
     def job_wake(self, job_id: str, now: int | None) -> bool:
         now = _wall_ms() if now is None else now

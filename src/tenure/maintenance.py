@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InvalidArgument, InvalidType, OperationWithdrawn
 from .limits import MAINTENANCE_CALL_TIMEOUT_S, RELEASE_CALL_TIMEOUT_S
 from .schedules import DEFAULT_MISFIRE_GRACE_MS, declared_for
-from .table_care import TableCare, health_from
+from .table_care import TableCare, health_of
 
 if TYPE_CHECKING:
     from .store import Store
@@ -420,7 +420,7 @@ class Maintainer:
             elif care.too_soon(now, self._config.vacuum_interval):
                 return False
             else:
-                action, why = health_from(*stats).due()
+                action, why = health_of(stats).due()
                 if action is None:
                     return False
             log.info("%s tenure_jobs: %s", "vacuuming" if action == "vacuum" else "analyzing", why)

@@ -29,6 +29,8 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
+from .engine.rows import TableStats
+
 log = logging.getLogger("tenure.maintenance")
 
 #: Autovacuum's own defaults (PostgreSQL 13+), used when neither the server nor the table says.
@@ -79,20 +81,25 @@ class TableHealth:
 
 
 def health_from(row: tuple, reloptions: list[str] | None) -> TableHealth:
-    """Build a :class:`TableHealth` from ``(dead, live, inserted, modified, autovacuum_on,
+    """:func:`health_of` the statistics ``(dead, live, inserted, modified, autovacuum_on,
     {setting: value})`` and the table's ``reloptions`` (``name=value`` texts)."""
     dead, live, inserted, modified, server_on, server = row
+    return health_of(TableStats(dead, live, inserted, modified, server_on, server, reloptions))
+
+
+def health_of(stats: TableStats) -> TableHealth:
+    """Build a :class:`TableHealth` from the jobs table's statistics (``Session.jobs_table_stats``)."""
     settings = dict(DEFAULTS)
-    settings.update({k: float(v) for k, v in server.items() if k in DEFAULTS and v is not None})
+    settings.update({k: float(v) for k, v in stats.settings.items() if k in DEFAULTS and v is not None})
     enabled = True
-    for opt in reloptions or ():
+    for opt in stats.reloptions or ():
         name, _, value = opt.partition("=")
         if name in DEFAULTS:
             settings[name] = float(value)
         elif name == "autovacuum_enabled":
             enabled = value.lower() in ("true", "on", "1", "yes")
-    return TableHealth(int(dead or 0), int(live or 0), int(inserted or 0), int(modified or 0),
-                       bool(server_on) and enabled, settings)
+    return TableHealth(int(stats.dead or 0), int(stats.live or 0), int(stats.inserted or 0),
+                       int(stats.modified or 0), bool(stats.autovacuum_on) and enabled, settings)
 
 
 class TableCare:

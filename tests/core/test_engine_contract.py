@@ -182,6 +182,11 @@ class _Reads(ast.NodeVisitor):
 
     visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = visit_comprehension_node
 
+    def visit_Starred(self, node: ast.Starred) -> None:
+        if self.kind(node.value) == ROW:
+            self.flag(node, "a row spread by position")
+        self.generic_visit(node)
+
     def visit_Subscript(self, node: ast.Subscript) -> None:
         index = node.slice
         if self.kind(node.value) == ROW:
@@ -223,11 +228,13 @@ def f(store, queue_name):
     ok = (rows[-1].id, divmod(7, 2)[0], row.state)
 def h(r: JobRow) -> None:
     return r[TOKEN_INDEX]
+def k(s):
+    return health(*s.jobs_table_stats()), print(*s.queue_list())
 '''
     reads = _Reads("example.py")
     reads.visit(ast.parse(src))
     lines = sorted(line for _, line, _ in reads.found)
-    assert lines == [8, 9, 10, 11, 13, 16], reads.found
+    assert lines == [8, 9, 10, 11, 13, 16, 18], reads.found
 
 
 def test_no_positional_read_of_a_session_answer_above_the_engine() -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tenure.table_care import BEHIND_FACTOR, DEFAULTS, TableHealth, health_from
+from tenure.table_care import BEHIND_FACTOR, DEFAULTS, TableHealth, health_from, health_of
 
 #: The storage parameters migration 0003 sets on tenure_jobs (test_sweeps checks them).
 MIGRATED = ["fillfactor=90", "autovacuum_vacuum_scale_factor=0.02", "autovacuum_analyze_scale_factor=0.05",
@@ -98,7 +98,7 @@ def until(store, ok: Callable[[TableHealth], bool]) -> TableHealth:
     deadline = time.monotonic() + 15
     while True:
         with store._session() as s:
-            h = health_from(*s.jobs_table_stats())
+            h = health_of(s.jobs_table_stats())
         if ok(h) or time.monotonic() > deadline:
             return h
         time.sleep(0.05)

@@ -430,8 +430,8 @@ class Session(abc.ABC):
         """Queued (pending/failed) jobs with ``keep_until <= now`` -> dead with ``error``."""
 
     @abc.abstractmethod
-    def jobs_table_stats(self) -> tuple[tuple, list[str] | None] | None:
-        """The jobs table's arguments of :func:`tenure.table_care.health_from`; None: no upkeep."""
+    def jobs_table_stats(self) -> R.TableStats | None:
+        """The jobs table's statistics (:func:`tenure.table_care.health_of`); None: no upkeep."""
 
     @abc.abstractmethod
     def jobs_vacuum(self, cancel: threading.Event | None = None, *, analyze_only: bool = False) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from ..rows import SCHEDULE_COLUMNS, WORKER_COLUMNS, LeaderRow, Reaped, ScheduleRow
+from ..rows import SCHEDULE_COLUMNS, WORKER_COLUMNS, LeaderRow, Reaped, ScheduleRow, TableStats
 from .queries import CLOCK, NOW
 
 SCHEDULE_COLS = ", ".join(SCHEDULE_COLUMNS)
@@ -264,14 +264,14 @@ class PostgresMaintenanceMixin:
         """Queued (pending/failed) jobs with ``keep_until <= now`` -> dead with ``error``."""
         return int(self._one(EXPIRE_QUEUED, {"now": now, "error": error, "limit": limit})[0])
 
-    def jobs_table_stats(self) -> tuple[tuple, list[str] | None] | None:
+    def jobs_table_stats(self) -> TableStats | None:
         """The jobs table's counters from the statistics collector and the autovacuum settings that
         apply to it (see the base class)."""
         row = self._one(JOBS_TABLE_STATS, {})
         if row is None:
             return None
         settings = dict(zip(_AV_SETTINGS, row[6:], strict=True))
-        return (row[0], row[1], row[2], row[3], row[4], settings), row[5]
+        return TableStats(row[0], row[1], row[2], row[3], row[4], settings, row[5])
 
     def jobs_vacuum(self, cancel: threading.Event | None = None, *, analyze_only: bool = False) -> bool:
         """``VACUUM (ANALYZE) tenure_jobs``, or ``ANALYZE`` it (outside any transaction). A set

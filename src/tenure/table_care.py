@@ -73,7 +73,7 @@ class TableHealth:
         mode = "autovacuum off" if not self.autovacuum else f"autovacuum {factor}x behind"
         if self.dead > vacuum:
             return "vacuum", f"{self.dead} dead tuples for {self.live} live (> {vacuum:.0f}, {mode})"
-        if self.inserted > insert:
+        if self.settings["autovacuum_vacuum_insert_threshold"] >= 0 and self.inserted > insert:  # -1: off
             return "vacuum", f"{self.inserted} rows inserted since the last vacuum (> {insert:.0f}, {mode})"
         if self.modified > analyze:
             return "analyze", f"{self.modified} rows changed since the last analyze (> {analyze:.0f}, {mode})"

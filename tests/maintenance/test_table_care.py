@@ -48,6 +48,16 @@ def test_with_autovacuum_on_the_backstop_waits_until_it_is_far_behind():
     assert health(dead=251, server_on=True, reloptions=off).due()[0] == "vacuum"
 
 
+def test_an_insert_threshold_of_minus_one_turns_the_insert_rule_off():
+    """PostgreSQL's -1 disables insert-triggered vacuums; read as a number it would make every
+    check find a vacuum due."""
+    off = [*MIGRATED, "autovacuum_vacuum_insert_threshold=-1"]
+    assert health(inserted=10**9, reloptions=off).due()[0] is None
+    assert health(inserted=10**9, modified=600, reloptions=off).due()[0] == "analyze"  # changed rows still count
+    server_off = health_from((0, 10_000, 5_000, 0, False, {"autovacuum_vacuum_insert_threshold": "-1"}), None)
+    assert server_off.due()[0] is None
+
+
 def test_server_settings_apply_where_the_table_sets_none():
     h = health_from((300, 10_000, 0, 0, False, {"autovacuum_vacuum_scale_factor": "0.01",
                                                 "autovacuum_vacuum_threshold": "100"}), None)

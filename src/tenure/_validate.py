@@ -13,9 +13,11 @@ The table of refused inputs is tests/conformance/test_input_table.py.
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import json
 import math
 import re
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from . import _sanitize
@@ -142,16 +144,14 @@ def backoff_ms(value: Any, what: str) -> int | None:
     return non_negative_int(value, what, maximum=MAX_DURATION_MS)
 
 
-def seconds_setting(value: Any, what: str) -> float:
-    """A worker setting in seconds (``backoff_base``, ``poll_interval``...): finite, >= 0, at most
-    ten years."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidType(f"{what} must be a non-negative number of seconds, got {value!r}")
-    if value != value or value < 0:
-        raise InvalidArgument(f"{what} must be a non-negative number of seconds, got {value!r}")
-    if value * 1000 > MAX_DURATION_MS:
-        raise InvalidArgument(f"{what} is longer than ten years: {value!r} s")
-    return float(value)
+def known_options(options: Mapping[str, Any], known: Collection[str], what: str) -> None:
+    """:class:`InvalidArgument` (TN1001) for the first option name not in ``known``, naming the
+    nearest known one ("did you mean ...")."""
+    for name_ in options:
+        if name_ not in known:
+            near = difflib.get_close_matches(str(name_), list(known), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; known: {', '.join(sorted(known))}"
+            raise InvalidArgument(f"unknown {what} option {name_!r}{hint}", option=str(name_))
 
 
 def lease(value: Any, what: str) -> None:

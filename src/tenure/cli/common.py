@@ -8,7 +8,6 @@ import importlib
 import json
 import logging
 import os
-import re
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from .. import connect
+from .. import connect, durations
 from ..errors import InvalidArgument, InvalidSchedule, InvalidType, InvalidURL, TenureError
 from ..redact import credentials, scrub
 
@@ -118,16 +117,13 @@ url_option = click.option("--url", envvar="TENURE_URL", default=None, metavar="U
                           help="Store URL (default $TENURE_URL, else sqlite:///tenure.db).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, None: 1}
-
-
 def parse_duration(text: str, what: str) -> float:
-    """``"7d"``, ``"12h"``, ``"30m"``, ``"45s"``, ``"250ms"`` or a plain number of seconds -> seconds."""
-    m = _DURATION.match(str(text))
-    if not m:
-        raise click.BadParameter(f"{text!r} is not a duration (use e.g. 30s, 15m, 12h, 7d)", param_hint=what)
-    return float(m.group(1)) * _UNITS[m.group(2)]
+    """``"7d"``, ``"12h"``, ``"30m"``, ``"45s"``, ``"250ms"`` or a plain number of seconds -> seconds
+    (:func:`tenure.durations.parse`, the one parser); a bad one is a usage error naming ``what``."""
+    try:
+        return durations.parse(str(text), what)
+    except TenureError:
+        raise click.BadParameter(f"{text!r} is not a duration (use e.g. 30s, 15m, 12h, 7d)", param_hint=what) from None
 
 
 def _duration_option(*names: str, help: str) -> Callable:

@@ -42,11 +42,11 @@ def worker_process(url: str, concurrency: int, delete_after_s: float, delete_eve
     import tenure
 
     store = tenure.connect(url, pool_max=max(4, concurrency // 4 + 3))
-    store.maintenance.configure(delete_after_ms=int(delete_after_s * 1000), delete_interval=delete_every_s,
+    store.maintenance.configure(delete_after=delete_after_s, delete_interval=delete_every_s,
                                 expire_interval=delete_every_s, reap_interval=delete_every_s,
                                 vacuum_interval=delete_every_s * 2)
     worker = store.jobs.create_worker({KIND: _noop}, concurrency=concurrency, poll_interval=0.2,
-                                      lease_ms=30_000)
+                                      lease=30)
     worker.start()
     ready.set()
     stop.wait()

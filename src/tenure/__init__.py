@@ -16,7 +16,7 @@ from .store import Store, connect
 __all__ = [
     "STATES", "Checkpoint", "Claim", "Discard", "Job", "Lease", "Page", "Retry", "Snooze", "Store",
     "SweepResult", "TenureError", "Undecodable", "connect", "App", "JobContext", "chain", "group", "chord",
-    "Results",
+    "Results", "WorkerConfig",
 ]
 __version__ = "0.1.0"
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # imported lazily at run time (below); type checkers see the 
     from .app import App
     from .canvas import Results, chain, chord, group
     from .worker import JobContext
+    from .worker.config import WorkerConfig
 
 
 def __getattr__(name: str) -> Any:
@@ -35,6 +36,10 @@ def __getattr__(name: str) -> Any:
         from .worker import JobContext
 
         return JobContext
+    if name == "WorkerConfig":  # every worker option, validated once (docs/operations.md, "Units")
+        from .worker.config import WorkerConfig
+
+        return WorkerConfig
     if name in ("chain", "group", "chord", "Results"):  # the canvas (docs/composition.md)
         from . import canvas
 

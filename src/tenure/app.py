@@ -27,9 +27,12 @@ import signal
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from . import _validate as v
+from . import durations
 from . import enqueue_options as eo
 from .canvas import PARENTS_KEY, inject_parents
 from .errors import InvalidArgument, InvalidType
@@ -39,10 +42,11 @@ from .kinds import warn_unrunnable
 from .rate_window import parse_rate
 from .store import Store, connect
 from .task_args import TaskSignature
+from .worker.config import WorkerConfig
 
 if TYPE_CHECKING:
     from .canvas import Signature
-    from .worker import JobContext
+    from .worker import JobContext, Worker
 
 log = logging.getLogger("tenure")
 
@@ -453,45 +457,50 @@ class App:
     def handlers(self) -> dict[str, Callable[..., Any]]:
         return {kind: t.handler() for kind, t in self.tasks.items()}
 
-    def create_worker(self, **options: Any):
-        """A worker over this app's tasks; ``on_outcome`` (if given) and every ``@app.on_outcome``
-        observer see its outcomes. The ``include`` modules are imported first (:meth:`autodiscover`)."""
+    def create_worker(self, config: WorkerConfig | None = None, **options: Any) -> Worker:
+        """A worker over this app's tasks, not yet started: its settings are ``config`` (a
+        :class:`tenure.WorkerConfig`) with the keyword ``options`` applied, validated before
+        anything else happens. Its ``on_outcome`` (if any) and every ``@app.on_outcome`` observer
+        see its outcomes. The ``include`` modules are imported first (:meth:`autodiscover`)."""
+        cfg = WorkerConfig.build(config, options)
         self.autodiscover()
         if not self.tasks:
             raise InvalidArgument("this app has no tasks to run: declare one with @app.task, or import the "
                                   "modules that do (App(include=[...]), tenure worker --include MODULE)")
         for queue, settings in self.queue_settings.items():
             self.store.queues.create(queue, **settings)
-        observers = [fn for fn in (options.get("on_outcome"), *self._outcome_hooks) if fn is not None]
-        if len(observers) > 1 or (observers and options.get("on_outcome") is None):
-            options["on_outcome"] = _fan_out(observers)
-        return self.store.jobs.create_worker(self.handlers(), **options)
+        observers = [fn for fn in (cfg.on_outcome, *self._outcome_hooks) if fn is not None]
+        if len(observers) > 1 or (observers and cfg.on_outcome is None):
+            cfg = replace(cfg, on_outcome=_fan_out(observers))
+        return self.store.jobs.create_worker(self.handlers(), cfg)
 
-    def run_worker(self, *, concurrency: int = 1, queues: str | list[str] | None = None,
-                   install_signals: bool = True, ready: threading.Event | None = None,
-                   stop_event: threading.Event | None = None, max_jobs: int | None = None,
-                   grace: float = DEFAULT_GRACE, **options: Any) -> int:
+    def run_worker(self, config: WorkerConfig | None = None, *, install_signals: bool = True,
+                   ready: threading.Event | None = None, stop_event: threading.Event | None = None,
+                   grace: float | timedelta | str = DEFAULT_GRACE, **options: Any) -> int:
         """Run a worker over this app's tasks and block until it should stop; answers how many
         attempts it settled (completed, failed, lost or cancelled).
 
-        It stops gracefully on the first SIGINT/SIGTERM (installed only when called from the main
+        The worker's settings are ``config`` (a :class:`tenure.WorkerConfig`) with the keyword
+        ``options`` applied (``concurrency``, ``queues``, ``lease`` in seconds, ``max_jobs``,
+        ``stop_grace``, ``zombie_share``, ...); a bad or unknown one is refused before anything
+        starts. It stops gracefully on the first SIGINT/SIGTERM (installed only when called from the main
         thread and ``install_signals``), when ``stop_event`` is set, or once ``max_jobs`` jobs have
         settled (a recycled process): in-flight handlers are cancelled and get ``grace`` seconds
-        (default 30) to wind up; a job whose handler is still running then is released at once
+        (default 30; a timedelta or text like ``"1m"`` too) to wind up; a job whose handler is
+        still running then is released at once
         (pending again, retries left unchanged). A second signal exits the process at once (status
         130) after releasing its in-flight jobs the same way (bounded: at most
         :data:`ABANDON_WAIT_S` seconds). ``@app.on_worker_start`` hooks run before the worker
-        claims. ``ready`` is set once the worker runs. Other keywords
-        go to :class:`tenure.worker.Worker` (``lease_ms``, ``timeout``, ``stop_grace``,
-        ``zombie_share``, ...).
+        claims. ``ready`` is set once the worker runs.
 
         When the worker turns unhealthy (zombie slots reached ``zombie_share`` of its slots, see
         :mod:`tenure.worker_health`) it is stopped the same way and this raises
         :class:`tenure.errors.WorkerUnhealthy` (TN2090): the process should be replaced
         (``tenure worker`` exits with status 75 for it)."""
-        if isinstance(grace, bool) or not isinstance(grace, int | float) or not 0 <= grace < float("inf"):
-            raise InvalidArgument(f"grace must be a non-negative number of seconds, got {grace!r}")
-        worker = self.create_worker(concurrency=concurrency, queues=queues, max_jobs=max_jobs, **options)
+        grace = durations.seconds(grace, "grace")
+        cfg = WorkerConfig.build(config, options)
+        max_jobs, concurrency = cfg.max_jobs, cfg.concurrency
+        worker = self.create_worker(cfg)
         for hook in self._worker_start_hooks:
             hook(worker)
         stop = stop_event or threading.Event()

@@ -46,7 +46,7 @@ from .settle_batch import as_met_before_claim, check_items, first_of_each, item_
 
 if TYPE_CHECKING:
     from .store import Store
-    from .worker import Worker
+    from .worker import Worker, WorkerConfig
 
 DEFAULT_LEASE_MS = 30_000
 DEFAULT_BACKOFF_BASE_MS = 1_000
@@ -522,8 +522,11 @@ class Jobs(JobAdmin):
         Answers how many were requeued."""
         return dependencies.requeue_composition(self._store, job_id)
 
-    def create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:
-        """A worker over this store (spec §6). Always root-owned."""
-        return self._store._create_worker(handlers, **options)
+    def create_worker(self, handlers: dict[str, Callable[..., Any]], config: WorkerConfig | None = None,
+                      **options: Any) -> Worker:
+        """A worker over this store (spec §6), not yet started. Its settings are ``config`` (a
+        :class:`tenure.WorkerConfig`) with the keyword ``options`` applied, each a field of it,
+        validated before anything is made (docs/operations.md, "Units"). Always root-owned."""
+        return self._store._create_worker(handlers, config, options)
 
 

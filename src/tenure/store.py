@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .queues import Queues
     from .schedules import Schedules
     from .signals import Signals
-    from .worker import Worker
+    from .worker import Worker, WorkerConfig
 
 DEFAULT_URL = "sqlite:///tenure.db"
 Clock = Callable[[], int]
@@ -258,12 +258,13 @@ class Store:
             self._wake_local()
 
     # -- local coordination (same-process wake-up and cancellation) -------------------------------
-    def _create_worker(self, handlers: dict[str, Callable[..., Any]], **options: Any) -> Worker:
+    def _create_worker(self, handlers: dict[str, Callable[..., Any]], config: WorkerConfig | None,
+                       options: dict[str, Any]) -> Worker:
         """``store.jobs.create_worker``: the worker package sits above the job semantics, so the
         store (above both) is what makes one."""
-        from .worker import Worker
+        from .worker import Worker, WorkerConfig
 
-        return Worker(self, handlers, **options)
+        return Worker(self, handlers, WorkerConfig.build(config, options))
 
     def _wake_local(self) -> None:
         for hook in list(self._wake_hooks):

@@ -34,8 +34,13 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
+from . import _validate as v
+from . import durations
+from .errors import InvalidArgument
+from .worker.config import WorkerConfig, option_doc, text_options
 from .worker_health import EXIT_UNHEALTHY
 
 log = logging.getLogger("tenure.supervisor")
@@ -79,37 +84,32 @@ class Supervisor:
     the exit status: 0 after a graceful stop, :data:`EX_IMMEDIATE` after a second signal,
     :data:`EX_CONFIG` when the children cannot load the app."""
 
-    def __init__(self, app_spec: str, *, processes: int, max_jobs_per_process: int | None = None,
-                 concurrency: int = 1, queues: list[str] | None = None, url: str | None = None,
-                 python: str | None = None, install_signals: bool = True,
-                 stop_event: threading.Event | None = None,
-                 worker_options: dict[str, float] | None = None, lease_ms: int | None = None) -> None:
+    def __init__(self, app_spec: str, config: WorkerConfig | None = None, *, processes: int,
+                 max_jobs_per_process: int | None = None, url: str | None = None, python: str | None = None,
+                 install_signals: bool = True, stop_event: threading.Event | None = None,
+                 grace: float | timedelta | str | None = None, **options: Any) -> None:
         if not isinstance(app_spec, str) or ":" not in app_spec:
-            raise ValueError(f"app_spec must be module:attribute (e.g. myproject.tasks:app), got {app_spec!r}")
-        for name, value in (("processes", processes), ("concurrency", concurrency)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if max_jobs_per_process is not None and (isinstance(max_jobs_per_process, bool) or
-                                                 not isinstance(max_jobs_per_process, int) or
-                                                 max_jobs_per_process < 1):
-            raise ValueError(f"max_jobs_per_process must be a positive integer, got {max_jobs_per_process!r}")
+            raise InvalidArgument(f"app_spec must be module:attribute (e.g. myproject.tasks:app), got {app_spec!r}")
+        v.positive_int(processes, "processes")
+        v.positive_int(max_jobs_per_process, "max_jobs_per_process", allow_none=True)
+        #: Each child's worker settings (:class:`tenure.WorkerConfig`, its text form crosses to the
+        #: child: an ``on_outcome`` observer cannot, and is refused here).
+        self.config = WorkerConfig.build(config, options)
+        if self.config.max_jobs is not None:
+            raise InvalidArgument("a supervisor recycles its children with max_jobs_per_process=, not max_jobs=",
+                                  option="max_jobs")
+        self._worker_args = [arg for name, text in self.config.to_text().items()
+                             for arg in (f"--{name.replace('_', '-')}", text)]
+        #: What each child gives its handlers on a graceful stop (None: ``App.run_worker``'s default).
+        self.grace = durations.optional_seconds(grace, "grace")
         self.app_spec = app_spec
         self.processes = processes
         self.max_jobs_per_process = max_jobs_per_process
-        self.concurrency = concurrency
-        self.queues = list(queues) if queues else None
-        if lease_ms is not None and (isinstance(lease_ms, bool) or not isinstance(lease_ms, int) or lease_ms < 1):
-            raise ValueError(f"lease_ms must be a positive integer, got {lease_ms!r}")
-        #: Each child's worker lease (None: the worker's default).
-        self.lease_ms = lease_ms
+        self.concurrency = self.config.concurrency
+        self.queues = None if self.config.queues is None else list(self.config.queues)
         self.url = url
         self.python = python or sys.executable
         self.install_signals = install_signals
-        unknown = set(worker_options or {}) - {"zombie_share", "stop_grace", "grace"}
-        if unknown:
-            raise ValueError(f"unknown worker_options: {', '.join(sorted(unknown))}")
-        #: Passed to each child's worker (``zombie_share``, ``stop_grace``, ``grace``).
-        self.worker_options = dict(worker_options or {})
         self._external = stop_event or threading.Event()
         self._wakeup = threading.Event()
         self._children = [_Child(slot) for slot in range(processes)]
@@ -122,16 +122,11 @@ class Supervisor:
 
     # -- children --------------------------------------------------------------------------------
     def _command(self) -> list[str]:
-        cmd = [self.python, "-m", "tenure.supervisor", "--child", self.app_spec,
-               "--concurrency", str(self.concurrency)]
+        cmd = [self.python, "-m", "tenure.supervisor", "--child", self.app_spec, *self._worker_args]
         if self.max_jobs_per_process is not None:
             cmd += ["--max-jobs", str(self.max_jobs_per_process)]
-        if self.queues:
-            cmd += ["--queues", ",".join(self.queues)]
-        for name, value in sorted(self.worker_options.items()):
-            cmd += [f"--{name.replace('_', '-')}", repr(float(value))]
-        if self.lease_ms is not None:
-            cmd += ["--lease-ms", str(self.lease_ms)]
+        if self.grace is not None:
+            cmd += ["--grace", repr(self.grace)]
         if self.url:
             cmd.append("--url-from-env")  # never in argv: ps would show a password
         return cmd
@@ -256,22 +251,23 @@ class Supervisor:
                 signal.signal(sig, handler)
 
 
-def run_supervisor(app_spec: str, *, processes: int, max_jobs_per_process: int | None, concurrency: int,
-                   queues: list[str] | None, url: str | None, **options: Any) -> int:
+def run_supervisor(app_spec: str, config: WorkerConfig | None = None, *, processes: int,
+                   max_jobs_per_process: int | None = None, url: str | None = None, **options: Any) -> int:
     """Run ``processes`` worker processes over the app at ``app_spec`` (``module:attribute``) and
     block until they are stopped; answers the exit status for the command line.
 
-    Each child runs ``App.run_worker(concurrency=concurrency, queues=queues,
-    max_jobs=max_jobs_per_process, **worker_options)`` on the store at ``url`` (None: the app's
-    own URL, else ``$TENURE_URL``), with the worker lease ``lease_ms`` when given; a child that
-    turns unhealthy exits with status 75 and is replaced. A child that dies is restarted (with a capped backoff while children keep
-    dying young); one that settled ``max_jobs_per_process`` jobs is replaced by a fresh one. The
-    first SIGTERM/SIGINT is forwarded to every child as a graceful stop; a second one stops them at
-    once. Answers 0 after a graceful stop, 130 after a second signal, 78 when the children cannot
-    load the app. Other keywords go to :class:`Supervisor` (``python``, ``install_signals``,
-    ``stop_event``, ``worker_options``)."""
-    return Supervisor(app_spec, processes=processes, max_jobs_per_process=max_jobs_per_process,
-                      concurrency=concurrency, queues=queues, url=url, **options).run()
+    Each child runs ``App.run_worker(config, max_jobs=max_jobs_per_process, grace=grace)`` on the
+    store at ``url`` (None: the app's own URL, else ``$TENURE_URL``), where ``config`` is the
+    :class:`tenure.WorkerConfig` with the worker keywords of ``options`` applied (``concurrency``,
+    ``queues``, ``lease``, ``stop_grace``, ``zombie_share``, ...); a child that turns unhealthy
+    exits with status 75 and is replaced. A child that dies is restarted (with a capped backoff
+    while children keep dying young); one that settled ``max_jobs_per_process`` jobs is replaced
+    by a fresh one. The first SIGTERM/SIGINT is forwarded to every child as a graceful stop; a
+    second one stops them at once. Answers 0 after a graceful stop, 130 after a second signal, 78
+    when the children cannot load the app. The other keywords of :class:`Supervisor`
+    (``python``, ``install_signals``, ``stop_event``, ``grace``) are taken too."""
+    return Supervisor(app_spec, config, processes=processes, max_jobs_per_process=max_jobs_per_process, url=url,
+                      **options).run()
 
 
 # -- the child ---------------------------------------------------------------------------------------
@@ -309,16 +305,12 @@ def _child_main(args: argparse.Namespace) -> int:
     stop = threading.Event()
     threading.Thread(target=_watch_parent, args=(os.getppid(), stop), name="tenure-parent-watch",
                      daemon=True).start()
-    queues = [q for q in args.queues.split(",") if q] if args.queues else None
-    options = {k: val for k, val in (("zombie_share", args.zombie_share), ("stop_grace", args.stop_grace),
-                                     ("grace", args.grace)) if val is not None}
-    if args.lease_ms is not None:
-        options["lease_ms"] = args.lease_ms
+    config = _config_of(args)
     from .errors import WorkerUnhealthy
 
     try:
-        app.run_worker(concurrency=args.concurrency, queues=queues, max_jobs=args.max_jobs, stop_event=stop,
-                       **options)
+        app.run_worker(config, max_jobs=args.max_jobs, stop_event=stop,
+                       **({} if args.grace is None else {"grace": args.grace}))
     except WorkerUnhealthy as exc:
         log.error("tenure worker: %s; exiting with status %d to be replaced", exc, EX_UNHEALTHY)
         return EX_UNHEALTHY
@@ -332,15 +324,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("app", nargs="?", help="module:attribute of the tenure.App")
     p.add_argument("--child", metavar="APP", help=argparse.SUPPRESS)
     p.add_argument("--processes", type=int, default=2)
-    p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--max-jobs", "--max-jobs-per-process", dest="max_jobs", type=int, default=None)
-    p.add_argument("--queues", default=None)
-    p.add_argument("--lease-ms", dest="lease_ms", type=int, default=None)
     p.add_argument("--url", default=None)
     p.add_argument("--url-from-env", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--zombie-share", type=float, default=None)
-    p.add_argument("--stop-grace", type=float, default=None)
-    p.add_argument("--grace", type=float, default=None)
+    p.add_argument("--grace", default=None, help="seconds (or 30s, 1m) handlers get on a graceful stop")
+    for name in text_options():  # the worker's options, from its one table
+        if name != "max_jobs":
+            unit, doc = option_doc(name)
+            p.add_argument(f"--{name.replace('_', '-')}", dest=f"w_{name}", default=None,
+                           help=f"{doc} ({unit})" if unit else doc)
+    p.add_argument("--lease-ms", dest="lease_ms", type=int, default=None, help=argparse.SUPPRESS)  # deprecated
     args = p.parse_args(argv)
     logging.basicConfig(level=os.environ.get("TENURE_LOG_LEVEL", "INFO"), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
@@ -352,12 +345,18 @@ def main(argv: list[str] | None = None) -> int:
         return _child_main(args)
     if not args.app:
         p.error("APP (module:attribute) is required")
-    queues = [q for q in args.queues.split(",") if q] if args.queues else None
-    options = {k: val for k, val in (("zombie_share", args.zombie_share), ("stop_grace", args.stop_grace),
-                                     ("grace", args.grace)) if val is not None}
-    return run_supervisor(args.app, processes=args.processes, max_jobs_per_process=args.max_jobs,
-                          concurrency=args.concurrency, queues=queues, url=args.url, worker_options=options,
-                          lease_ms=args.lease_ms)
+    return run_supervisor(args.app, _config_of(args), processes=args.processes, max_jobs_per_process=args.max_jobs,
+                          url=args.url, grace=args.grace)
+
+
+def _config_of(args: argparse.Namespace) -> WorkerConfig:
+    """The worker configuration the command line names (its text form, one table)."""
+    texts = {name: val for name in text_options()
+             if (val := getattr(args, f"w_{name}", None)) is not None}
+    config = WorkerConfig.from_text(texts)
+    if args.lease_ms is not None:  # the deprecated --lease-ms of earlier releases
+        config = WorkerConfig.build(config, {"lease_ms": args.lease_ms})
+    return config
 
 
 if __name__ == "__main__":

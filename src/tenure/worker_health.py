@@ -51,16 +51,6 @@ def check_share(share: object) -> float:
     return float(share)
 
 
-def check_grace(grace: object) -> float | None:
-    """``grace`` (seconds) as a non-negative float, None (the worker's ``stop_grace``), or
-    :class:`InvalidArgument`."""
-    if grace is None:
-        return None
-    if isinstance(grace, bool) or not isinstance(grace, int | float) or grace < 0 or grace != grace:
-        raise InvalidArgument(f"zombie_grace must be a non-negative number of seconds, got {grace!r}")
-    return float(grace)
-
-
 def zombie_limit(concurrency: int, share: float) -> int:
     """How many zombies make a worker of ``concurrency`` slots unhealthy: ``share`` of its slots,
     rounded up, at least one."""

@@ -158,7 +158,7 @@ LEASE_APP = textwrap.dedent("""
 @pytest.mark.parametrize("processes", [1, 2])
 def test_worker_lease_option_sets_the_lease_of_every_claim(cli, engine_url, tmp_path, processes):
     """``tenure worker --lease 7s``: the kill -9 recovery time is the operator's choice,
-    in one process and under the supervisor; a lease under a second is refused in one line."""
+    in one process and under the supervisor; a lease that is not a duration is refused in one line."""
     (tmp_path / "leaseapp.py").write_text(LEASE_APP)
     store = tenure.connect(engine_url)
     try:
@@ -182,5 +182,29 @@ def test_worker_lease_option_sets_the_lease_of_every_claim(cli, engine_url, tmp_
         assert [j.result for j in store.jobs.page(state="done").items] == [7000] * 4
     finally:
         store.close()
-    res = cli("worker", "leaseapp:app", "--lease", "500ms", expect=2)
-    assert "--lease" in res.err and "between 1s and 1d" in res.err
+    res = cli("worker", "leaseapp:app", "--lease", "soon", expect=2)
+    assert "--lease" in res.err and "'soon' is not a duration" in res.err
+
+
+@pytest.mark.parametrize("flag,value,says", [("--lease", "0", "lease must be more than 0"),
+                                             ("--stop-grace", "-1s", "not a duration"),
+                                             ("--grace", "later", "not a duration"),
+                                             ("--concurrency", "0", "concurrency must be a positive integer"),
+                                             ("--zombie-share", "2", "zombie_share must be a number in (0, 1]"),
+                                             ("--poll-interval", "nan", "not a duration")])
+def test_worker_flags_are_checked_by_the_worker_s_own_table(cli, flag, value, says):
+    """Each flag of ``tenure worker`` is read by the same table as ``WorkerConfig``: a bad value is
+    a usage error (exit 2) naming the flag, before the app is even loaded."""
+    res = cli("worker", "no_such_module_xyz:app", flag, value, expect=2)
+    assert flag in res.err and says in res.err, res.err
+
+
+def test_worker_flags_are_the_worker_options_that_have_a_text_form(cli):
+    """``tenure worker --help`` lists one flag per worker option with a text form (derived from
+    ``WorkerConfig``), each with a help line."""
+    from tenure.worker.config import text_options
+
+    out = cli("worker", "--help").out
+    for name in text_options():
+        if name != "max_jobs":  # spelled --max-jobs-per-process: a process is recycled after it
+            assert f"--{name.replace('_', '-')}" in out, name

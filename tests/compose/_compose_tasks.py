@@ -60,4 +60,4 @@ def make_app(url: str | None = None) -> tenure.App:
 app = make_app()
 
 if __name__ == "__main__":
-    app.run_worker(concurrency=int(sys.argv[1]), lease_ms=int(sys.argv[2]), poll_interval=0.05, stop_grace=1.0)
+    app.run_worker(concurrency=int(sys.argv[1]), lease=int(sys.argv[2]) / 1000, poll_interval=0.05, stop_grace=1.0)

@@ -201,7 +201,7 @@ def test_d5_cancel_with_the_current_lease_after_a_renewal_reaches_the_attempt(jo
         reasons.append(ctx.cancelled.reason)
 
     job_id = jobs.enqueue("k")
-    worker = jobs.create_worker({"k": handler}, lease_ms=150, maintenance=False)
+    worker = jobs.create_worker({"k": handler}, lease=0.15, maintenance=False)
     worker.start()
     try:
         assert started.wait(10)
@@ -268,7 +268,7 @@ def _busy_store(target, clock, rand):
     """A store over the same database whose calls give up after 50 ms behind another connection's
     lock with StoreBusy (TN0003): SQLite's busy timeout, PostgreSQL's lock_timeout."""
     if target.engine == "sqlite":
-        return tenure.connect(target.url, clock=clock, random=rand, busy_timeout_ms=50)
+        return tenure.connect(target.url, clock=clock, random=rand, busy_timeout=0.05)
     sep = "&" if "?" in target.url else "?"
     return tenure.connect(f"{target.url}{sep}options=-c%20lock_timeout%3D50", clock=clock, random=rand)
 
@@ -310,7 +310,7 @@ def test_6_13_lock_held_past_the_lease_while_the_attempt_settles(store, target, 
     job_id = busy.jobs.enqueue("k")
     # One slot: the worker cannot reclaim the job before attempt 1's settlement is answered.
     worker = busy.jobs.create_worker(
-        {"k": handler}, lease_ms=200, on_outcome=outcomes, poll_interval=0.02, maintenance=False
+        {"k": handler}, lease=0.2, on_outcome=outcomes, poll_interval=0.02, maintenance=False
     )
     worker.start()
     try:
@@ -346,7 +346,7 @@ def test_6_13_lock_shorter_than_the_lease_at_settle_time_completes(store, target
     outcomes, go = _Outcomes(), threading.Event()
     job_id = busy.jobs.enqueue("k")
     worker = busy.jobs.create_worker(
-        {"k": lambda p, ctx: go.wait(10) and "landed"}, lease_ms=5000, on_outcome=outcomes, maintenance=False
+        {"k": lambda p, ctx: go.wait(10) and "landed"}, lease=5, on_outcome=outcomes, maintenance=False
     )
     worker.start()
     try:
@@ -406,7 +406,7 @@ def test_6_14_renewal_off_expiry_sets_the_event_with_lease_expired(jobs, clock, 
     worker = jobs.create_worker(
         {"k": handler},
         renew=False,
-        lease_ms=1000,
+        lease=1,
         on_outcome=outcomes,
         maintenance=False,
         poll_interval=0.02,
@@ -453,7 +453,7 @@ def test_6_14_renewal_off_an_open_handler_transaction_holds_the_lease(jobs, cloc
 
     job_id = jobs.enqueue("k")
     worker = jobs.create_worker(
-        {"k": handler}, renew=False, lease_ms=1000, on_outcome=outcomes, maintenance=False, max_jobs=1
+        {"k": handler}, renew=False, lease=1, on_outcome=outcomes, maintenance=False, max_jobs=1
     )
     worker.start()
     try:

@@ -311,10 +311,13 @@ ROWS = [
     ),
     ("worker-backoff-cap-inf", _worker(backoff_cap=math.inf), A1, "TN1001", "backoff_cap"),
     ("worker-backoff-base-negative", _worker(backoff_base=-1), A1, "TN1001", "backoff_base"),
-    ("worker-backoff-cap-str", _worker(backoff_cap="60"), A2, "TN1002", "backoff_cap"),
+    ("worker-backoff-cap-text", _worker(backoff_cap="sixty"), A1, "TN1001", "backoff_cap"),
+    ("worker-backoff-cap-list", _worker(backoff_cap=[60]), A2, "TN1002", "backoff_cap"),
     ("worker-poll-interval-nan", _worker(poll_interval=math.nan), A1, "TN1001", "poll_interval"),
     ("worker-stop-grace-huge", _worker(stop_grace=1e300), A1, "TN1001", "stop_grace"),
-    ("worker-lease-10^19", _worker(lease_ms=10**19), A1, "TN1001", "lease_ms"),
+    ("worker-lease-10^16", _worker(lease=10**16), A1, "TN1001", "lease"),
+    ("worker-lease-bool", _worker(lease=True), A2, "TN1002", "lease"),
+    ("worker-option-unknown", _worker(lease_s=10), A1, "TN1001", "did you mean 'lease'"),
     ("worker-timeout-0", _worker(timeout=0), A1, "TN1001", "timeout"),
     ("worker-concurrency-0", _worker(concurrency=0), A1, "TN1001", "concurrency"),
     ("worker-owner-nul", _worker(owner="w\x00"), A1, "TN1001", "owner"),
@@ -413,7 +416,7 @@ def test_lease_and_backoff_at_ten_years_are_accepted(both):
         ctx.lease = ctx.jobs.renew(renewed, 600_000)
         assert (
             ctx.jobs.create_worker(
-                {"k": _handler}, backoff_base=TEN_YEARS_S, backoff_cap=TEN_YEARS_S, lease_ms=ten_years_ms
+                {"k": _handler}, backoff_base=TEN_YEARS_S, backoff_cap=TEN_YEARS_S, lease=TEN_YEARS_S
             ).backoff_cap_ms
             == ten_years_ms
         )

@@ -74,7 +74,7 @@ def main(url: str, workdir: str) -> None:
     store = tenure.connect(url)
     flow = build(Path(workdir), block_b=True)
     worker = store.jobs.create_worker(handlers(Path(workdir), flow, store), concurrency=3,
-                                      lease_ms=CHILD_LEASE_MS, poll_interval=0.05)
+                                      lease=CHILD_LEASE_MS / 1000, poll_interval=0.05)
     worker.start()
     (Path(workdir) / "worker-up").write_text(str(os.getpid()))
     threading.Event().wait()

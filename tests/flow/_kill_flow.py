@@ -68,7 +68,7 @@ def main(url: str, workdir: str, mode: str = "in-process") -> None:
     from tenure.flow import Runner
 
     store = tenure.connect(url)
-    runner = Runner(store, [build(Path(workdir), block_c=True)], lease_ms=CHILD_LEASE_MS, poll_interval=0.05,
+    runner = Runner(store, [build(Path(workdir), block_c=True)], lease=CHILD_LEASE_MS / 1000, poll_interval=0.05,
                     distributed=mode == "distributed", concurrency=2)
     runner.start()
     (Path(workdir) / "worker-up").write_text(str(os.getpid()))

@@ -64,7 +64,7 @@ def test_7_7_stop_reaches_every_running_task(any_store, start_runner):
 
 def test_7_7_a_lost_lease_reaches_every_running_task(any_store, clock, start_runner):
     seen, started, outcomes = Recorder(), Recorder(), Recorder()
-    start_runner(any_store, [listening_flow("listen", seen, started)], lease_ms=300, on_outcome=outcomes)
+    start_runner(any_store, [listening_flow("listen", seen, started)], lease=0.3, on_outcome=outcomes)
     job_id = any_store.jobs.enqueue("listen", None)
     wait_for(lambda: len(started.snapshot()) == 3, what="three tasks running")
     clock.advance(300)  # the lease is over: a rival reclaims, the keeper's next renewal is refused
@@ -149,7 +149,7 @@ def test_7_8_the_runner_forwards_the_worker_options(any_store, clock, rand, star
     boom.registry.add("explode", explode, version=1)
     boom.node("explode")
     rand.value = 0.0
-    runner = start_runner(any_store, [pair, boom], concurrency=2, poll_interval=0.05, lease_ms=4321,
+    runner = start_runner(any_store, [pair, boom], concurrency=2, poll_interval=0.05, lease=4.321,
                           owner="flow-worker", renew=False, on_outcome=outcomes, backoff_base=0.5,
                           backoff_cap=2.0, stop_grace=0.7)
     w = runner.worker

@@ -130,7 +130,7 @@ def test_without_a_default_only_jobs_with_their_own_horizon_go(store, clock):
     make(store, 1, "default", state="done", updated_at=clock.now - 365 * DAY)
     make(store, 1, "own", state="done", updated_at=clock.now - DAY, delete_after_ms=DAY)
     m = store.maintenance
-    m.configure(delete_after_ms=None)
+    m.configure(delete_after=None)
     assert m.delete_settled() == 1
     assert [j.id for j in store.jobs.page().items] == ["default00000"]
 
@@ -171,7 +171,7 @@ def test_a_running_worker_heartbeats_into_the_registry_and_leaves_on_stop(store,
 
 def test_dead_workers_are_reaped_and_their_long_leases_end(store, other, clock):
     now = clock.now
-    dead_after = store.maintenance.config.worker_dead_after_ms
+    dead_after = int(store.maintenance.config.worker_dead_after * 1000)
     store.jobs.enqueue("k", id="held")
     claim = store.jobs.claim("k", owner="ghost", lease_ms=3_600_000, instance="ghost#1")  # a long lease
     with store._session() as s:
@@ -212,7 +212,7 @@ def test_the_reaper_ends_a_silent_instance_s_leases_never_a_live_namesake_s(stor
 
     # The live process: a real worker, owner "w", that never heartbeats (its maintenance is
     # elsewhere), holding a long lease on "busy".
-    live = other.jobs.create_worker({"live": hold}, owner="w", lease_ms=3_600_000, maintenance=False,
+    live = other.jobs.create_worker({"live": hold}, owner="w", lease=3600, maintenance=False,
                                     poll_interval=0.02, watch=False)
     live.start()
     try:
@@ -226,7 +226,7 @@ def test_the_reaper_ends_a_silent_instance_s_leases_never_a_live_namesake_s(stor
                                  "kinds": json.dumps(["k"]), "concurrency": 1, "started_at": now,
                                  "in_flight": 1, "stats": None}], now)
         busy_until = store.jobs.get("busy").lease_until
-        clock.advance(store.maintenance.config.worker_dead_after_ms + 1)
+        clock.advance(int(store.maintenance.config.worker_dead_after * 1000) + 1)
         assert store.maintenance.reap_workers() == (1, 1)
         assert store.jobs.get("gone").lease_until == clock.now  # the silent instance's lease ended
         with pytest.raises(LeaseExpired):
@@ -249,7 +249,7 @@ def test_a_process_never_reaps_its_own_running_workers(store, clock):
     worker.start()
     try:
         assert m.wait_for_pass(after=0, timeout=10)
-        clock.advance(10 * m.config.worker_dead_after_ms)  # its heartbeat looks ancient
+        clock.advance(int(10 * m.config.worker_dead_after * 1000))  # its heartbeat looks ancient
         assert m.reap_workers() == (0, 0)
         assert [w.id for w in m.workers()] == ["mine"]
     finally:

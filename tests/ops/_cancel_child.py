@@ -42,7 +42,7 @@ def main() -> None:
         _ledger(ledger, "stopped", getattr(reason, "code", None), round(time.monotonic() - t0, 3))
         return "finished"
 
-    options = {"lease_ms": 3_000, "poll_interval": 0.05}
+    options = {"lease": 3, "poll_interval": 0.05}
     if grace is not None:
         options["grace"] = grace
     app.run_worker(**options)

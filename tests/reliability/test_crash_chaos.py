@@ -29,7 +29,7 @@ WORKER = textwrap.dedent('''
         os.write(fd, (json.dumps([ctx.job.id, ctx.attempt]) + "\\n").encode())
         time.sleep(random.random() * 0.004)
         return {"attempt": ctx.attempt, "n": payload["n"]}
-    w = store.jobs.create_worker({"chaos": work}, concurrency=4, lease_ms=400, poll_interval=0.05,
+    w = store.jobs.create_worker({"chaos": work}, concurrency=4, lease=0.4, poll_interval=0.05,
                                  maintenance=False)
     w.start()
     print("ready", flush=True)

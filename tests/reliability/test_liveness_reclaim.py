@@ -37,7 +37,7 @@ WORKER = textwrap.dedent("""
         os.write(fd, (json.dumps([ctx.job.id, ctx.attempt]) + "\\n").encode())
         time.sleep(0.3)
         return {"attempt": ctx.attempt}
-    w = store.jobs.create_worker({"crash": crash, "healthy": healthy}, concurrency=8, lease_ms=1000,
+    w = store.jobs.create_worker({"crash": crash, "healthy": healthy}, concurrency=8, lease=1,
                                  poll_interval=0.05, maintenance=False)
     w.start()
     while True:

@@ -77,7 +77,7 @@ def test_a_claim_whose_answer_was_lost_runs_at_once_not_after_its_lease(pg):
         ran = []
         worker = remote.jobs.create_worker(
             {"lost": lambda p, ctx: ran.append(ctx.attempt)},
-            lease_ms=60_000,
+            lease=60,
             poll_interval=0.05,
             watch=False,
             maintenance=False,

@@ -31,7 +31,7 @@ WORKER = textwrap.dedent('''
     def work(payload, ctx):
         time.sleep(0.002)
         return {"attempt": ctx.attempt}
-    w = store.jobs.create_worker({"pgfault": work}, concurrency=8, lease_ms=2000, poll_interval=0.1,
+    w = store.jobs.create_worker({"pgfault": work}, concurrency=8, lease=2, poll_interval=0.1,
                                  maintenance=False)
     w.start()
     while True:

@@ -181,7 +181,7 @@ def test_a_50_mb_error_from_a_handler_settles_on_a_short_lease(any_store, caplog
         raise ValueError("HEAD " + "y" * (50 << 20) + " TAIL")
 
     job_id = any_store.jobs.enqueue("k", None, max_attempts=1)
-    run = _Run(any_store, {"k": huge}, lease_ms=2000, concurrency=1)
+    run = _Run(any_store, {"k": huge}, lease=2, concurrency=1)
     try:
         _wait(lambda: any_store.jobs.get(job_id).state == "dead", "the job to die")
     finally:

@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--stop-grace", type=float, default=5.0)
     p.add_argument("--max-jobs", type=int, default=None)
     a = p.parse_args(argv)
-    app.run_worker(concurrency=a.concurrency, lease_ms=a.lease_ms, poll_interval=a.poll,
+    app.run_worker(concurrency=a.concurrency, lease=a.lease_ms / 1000, poll_interval=a.poll,
                    stop_grace=a.stop_grace, max_jobs=a.max_jobs)
     return 0
 

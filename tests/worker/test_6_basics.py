@@ -26,7 +26,7 @@ def test_6_1_create_worker_with_every_option(any_store, make_worker):
     """spec 6.1: create_worker takes every option and answers an object with
     start, stop, stats and leases."""
     seen = Outcomes()
-    w = make_worker(any_store, {"k": lambda p, ctx: p}, concurrency=2, poll_interval=0.05, lease_ms=5000,
+    w = make_worker(any_store, {"k": lambda p, ctx: p}, concurrency=2, poll_interval=0.05, lease=5,
                     owner="w-6.1", renew=True, on_outcome=seen, backoff_base=0.5, backoff_cap=2.0,
                     stop_grace=1.0)
     for method in ("start", "stop", "stats", "leases"):
@@ -239,7 +239,7 @@ def test_6_16_on_outcome_once_per_settled_attempt(any_store, make_worker, other_
     flaky = jobs.enqueue("k", {"what": "flaky"}, id="flaky")
     # No polling and no watcher: only same-store enqueues (and retries) wake the worker, so the
     # rival below claims the stalled job before the worker could reclaim it itself (6.19).
-    w = make_worker(any_store, {"k": handler}, on_outcome=seen, renew=False, lease_ms=1000,
+    w = make_worker(any_store, {"k": handler}, on_outcome=seen, renew=False, lease=1,
                     backoff_base=0, concurrency=4, poll_interval=60, watch=False)
     w.start()
     seen.wait(3)  # ok, flaky (failed), flaky (completed)
@@ -315,7 +315,7 @@ def test_6_18_leases_lists_the_leases_held_now(any_store, make_worker):
     release = threading.Event()
     a = any_store.jobs.enqueue("k", id="a")
     b = any_store.jobs.enqueue("k", id="b")
-    w = make_worker(any_store, {"k": lambda p, ctx: release.wait(10)}, concurrency=2, lease_ms=60_000)
+    w = make_worker(any_store, {"k": lambda p, ctx: release.wait(10)}, concurrency=2, lease=60)
     w.start()
     leases = wait_for(lambda: len(w.leases()) == 2 and w.leases(), what="two leases")
     assert sorted(lease.job_id for lease in leases) == [a, b]

@@ -35,7 +35,7 @@ def test_6_10_renewal_keeps_long_handler(live_store, make_worker, other_store):
         return "kept"
 
     job_id = live_store.jobs.enqueue("k")
-    w = make_worker(live_store, {"k": slow}, lease_ms=400)
+    w = make_worker(live_store, {"k": slow}, lease=0.4)
     rival_jobs = other_store(clock=None).jobs
     stolen = []
 
@@ -80,7 +80,7 @@ def test_6_11_6_15_stalled_attempt_without_renewal_is_lost(any_store, make_worke
         return "late result"
 
     job_id = any_store.jobs.enqueue("k")
-    w = make_worker(any_store, {"k": stalled}, renew=False, lease_ms=1000, on_outcome=seen,
+    w = make_worker(any_store, {"k": stalled}, renew=False, lease=1, on_outcome=seen,
                     poll_interval=60, watch=False)
     rival_jobs = other_store().jobs
     w.start()
@@ -125,7 +125,7 @@ def test_6_14_6_23_lost_lease_sets_the_event_with_the_fence_code(any_store, make
             return on_cancel(ctx)
 
     job_id = any_store.jobs.enqueue("k")
-    w = make_worker(any_store, {"k": handler}, lease_ms=1500, on_outcome=seen, poll_interval=60, watch=False)
+    w = make_worker(any_store, {"k": handler}, lease=1.5, on_outcome=seen, poll_interval=60, watch=False)
     rival_jobs = other_store().jobs
     w.start()
     # Right after a renewal the next one is 0.5 s away: the clock moves and the rival claims in
@@ -150,7 +150,7 @@ def _sqlite_only(engine_url):
 
 def _locked_store(engine_url, clock):
     """A store whose storage calls give up after 50 ms behind another connection's write lock."""
-    return tenure.connect(engine_url, clock=clock, busy_timeout_ms=50)
+    return tenure.connect(engine_url, clock=clock, busy_timeout=0.05)
 
 
 def test_6_12_renewal_storage_trouble_is_not_loss(engine_url, clock, make_worker):
@@ -170,7 +170,7 @@ def test_6_12_renewal_storage_trouble_is_not_loss(engine_url, clock, make_worker
         return "survived"
 
     job_id = store.jobs.enqueue("k")
-    w = make_worker(store, {"k": handler}, lease_ms=300, on_outcome=seen, poll_interval=0.02)
+    w = make_worker(store, {"k": handler}, lease=0.3, on_outcome=seen, poll_interval=0.02)
     w.start()
     assert entered.wait(10)
     lock = sqlite3.connect(engine_url.removeprefix("sqlite:///"), isolation_level=None)
@@ -242,7 +242,7 @@ def test_6_13_expiry_during_storage_trouble_is_the_single_loss(engine_url, clock
         return f"attempt {ctx.attempt}"
 
     job_id = store.jobs.enqueue("k")
-    w = make_worker(store, {"k": handler}, lease_ms=300, on_outcome=seen, poll_interval=0.02)
+    w = make_worker(store, {"k": handler}, lease=0.3, on_outcome=seen, poll_interval=0.02)
     w.start()
     wait_for(lambda: w.stats()["in_flight"] == 1, what="the attempt")
     lock = sqlite3.connect(engine_url.removeprefix("sqlite:///"), isolation_level=None)
@@ -283,7 +283,7 @@ def test_6_19_in_flight_state_is_keyed_by_token(any_store, make_worker, clock):
         return "second"
 
     job_id = any_store.jobs.enqueue("k")
-    w = make_worker(any_store, {"k": handler}, renew=False, lease_ms=1000, concurrency=2, poll_interval=0.01,
+    w = make_worker(any_store, {"k": handler}, renew=False, lease=1, concurrency=2, poll_interval=0.01,
                     on_outcome=seen)
     w.start()
     assert first_in.wait(10)
@@ -342,7 +342,7 @@ def test_6_24_checkpoints_follow_the_current_lease(live_store, make_worker):
         return "ok"
 
     job_id = live_store.jobs.enqueue("k")
-    w = make_worker(live_store, {"k": handler}, lease_ms=600)
+    w = make_worker(live_store, {"k": handler}, lease=0.6)
     w.start()
     wait_for(lambda: live_store.jobs.get(job_id).state == "done", what="the job")
     assert out == {"seen": {"before": 1, "after": 2}, "stale": "TN2066"}
@@ -392,7 +392,7 @@ def test_10_9_cancel_with_a_retired_lease_is_refused_and_the_attempt_runs_on(any
     lease retired by a renewal is refused TN2066 and the attempt is not disturbed."""
     release = threading.Event()
     job_id = any_store.jobs.enqueue("k")
-    w = make_worker(any_store, {"k": lambda p, ctx: release.wait(10) and "finished"}, lease_ms=150)
+    w = make_worker(any_store, {"k": lambda p, ctx: release.wait(10) and "finished"}, lease=0.15)
     w.start()
     (first,) = wait_for(lambda: w.leases(), what="the attempt")
     wait_for(lambda: w.stats()["renewals"] >= 1, what="a renewal")

@@ -123,7 +123,7 @@ def test_6_26_a_detached_handler_returning_late_writes_nothing(any_store, make_w
         return "late"
 
     job_id = any_store.jobs.enqueue("k")
-    w = make_worker(any_store, {"k": handler}, lease_ms=60_000)
+    w = make_worker(any_store, {"k": handler}, lease=60)
     w.start()
     assert started.wait(10)
     assert w.stop(0.05).in_flight == 1
@@ -150,7 +150,7 @@ def test_6_28_quiescence_no_write_after_stop(engine_url, tmp_path, make_worker):
     store.jobs.enqueue("hostile", id="hostile")
     store.jobs.enqueue_many([{"kind": "quick", "payload": i} for i in range(300)])
     w = make_worker(store, {"hostile": _hostile(started, release), "quick": lambda p, ctx: p},
-                    concurrency=8, lease_ms=300, poll_interval=0.01)  # renewals every 100 ms
+                    concurrency=8, lease=0.3, poll_interval=0.01)  # renewals every 100 ms
     w.start()
     try:
         assert started.wait(10)

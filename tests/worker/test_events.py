@@ -34,7 +34,7 @@ def test_an_unknown_milestone_is_refused() -> None:
 
 
 def test_a_running_worker_reaches_its_milestones(live_store, make_worker) -> None:
-    w = make_worker(live_store, {"k": lambda payload, ctx: None}, poll_interval=0.01, lease_ms=3000)
+    w = make_worker(live_store, {"k": lambda payload, ctx: None}, poll_interval=0.01, lease=3)
     w.start()
     live_store.jobs.enqueue("k")
     assert w.events.wait("idle", 1, timeout=10) and w.events.wait("keeper_ticks", 1, timeout=10)

@@ -56,7 +56,7 @@ def test_lease_passing_mid_block_still_commits_once(any_store, make_worker, cloc
         return {"attempt": ctx.attempt}
 
     job_id = any_store.jobs.enqueue("k")
-    w = make_worker(any_store, {"k": handler}, renew=False, lease_ms=1000, concurrency=2, poll_interval=0.01,
+    w = make_worker(any_store, {"k": handler}, renew=False, lease=1, concurrency=2, poll_interval=0.01,
                     on_outcome=seen)
     w.start()
     assert in_block.wait(10)
@@ -107,7 +107,7 @@ def test_superseded_attempt_cannot_open_the_block(any_store, make_worker, clock,
             raise
 
     job_id = any_store.jobs.enqueue("k")
-    w = make_worker(any_store, {"k": handler}, renew=False, lease_ms=1000, concurrency=2, poll_interval=0.01,
+    w = make_worker(any_store, {"k": handler}, renew=False, lease=1, concurrency=2, poll_interval=0.01,
                     on_outcome=seen)
     w.start()
     assert started.wait(10)

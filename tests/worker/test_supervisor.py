@@ -8,17 +8,22 @@ The supervisor's behaviour does not depend on the engine, so these run on SQLite
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 import tenure
+import tenure.supervisor as sup_module
+from tenure import WorkerConfig
+from tenure.errors import InvalidArgument, TenureError
 from tenure.supervisor import EX_CONFIG, EX_IMMEDIATE, Supervisor
 
 from ._tasks import make_app
@@ -169,13 +174,42 @@ def test_an_app_that_cannot_load_stops_the_supervisor(sqlite_url, tmp_path):
 
 
 def test_run_supervisor_validates_its_arguments():
-    """Bad arguments are refused before any process starts."""
+    """Bad arguments are refused before any process starts, with the coded error of the worker's
+    own table (TN1001 a bad value, TN1002 a wrong type) naming the option."""
     from tenure.supervisor import run_supervisor
 
-    for kwargs in ({"processes": 0}, {"processes": 1.5}, {"concurrency": 0}, {"max_jobs_per_process": 0}):
+    for kwargs, code, named in (({"processes": 0}, "TN1001", "processes"), ({"processes": 1.5}, "TN1002", "processes"),
+                                ({"concurrency": 0}, "TN1001", "concurrency"),
+                                ({"max_jobs_per_process": 0}, "TN1001", "max_jobs_per_process"),
+                                ({"lease": "soon"}, "TN1001", "lease"), ({"stop_grace": -1}, "TN1001", "stop_grace"),
+                                ({"grace": "forever"}, "TN1001", "grace"),
+                                ({"stop_grase": 1}, "TN1001", "did you mean 'stop_grace'"),
+                                ({"on_outcome": print}, "TN1001", "on_outcome"),
+                                ({"max_jobs": 3}, "TN1001", "max_jobs_per_process")):
         args = {"processes": 1, "max_jobs_per_process": None, "concurrency": 1, "queues": None, "url": None,
                 **kwargs}
-        with pytest.raises(ValueError):
+        with pytest.raises(TenureError) as ei:
             run_supervisor("_tasks:app", **args)
-    with pytest.raises(ValueError):
+        assert ei.value.code == code and named in str(ei.value), (kwargs, ei.value)
+    with pytest.raises(InvalidArgument):
         run_supervisor("no-colon", processes=1, max_jobs_per_process=None, concurrency=1, queues=None, url=None)
+
+
+def test_the_supervisor_hands_each_child_the_same_worker_config(monkeypatch):
+    """The children's command line is the configuration's text form, read back by the child into
+    an equal :class:`WorkerConfig` (durations in seconds, whatever spelling the caller used)."""
+    sup = Supervisor("_tasks:app", processes=2, concurrency=3, queues=["a", "b"], lease=timedelta(seconds=7),
+                     stop_grace="1500ms", zombie_share=0.25, grace="1m", install_signals=False)
+    cmd = sup._command()
+    child = cmd[cmd.index("--child"):]
+    assert child[:2] == ["--child", "_tasks:app"] and child[child.index("--grace") + 1] == "60.0"
+    parsed: dict = {}
+
+    def capture(ns: argparse.Namespace) -> int:
+        parsed["config"] = sup_module._config_of(ns)
+        return 0
+
+    monkeypatch.setattr(sup_module, "_child_main", capture)
+    assert sup_module.main(child) == 0
+    assert parsed["config"] == sup.config == WorkerConfig(concurrency=3, queues=("a", "b"), lease=7, stop_grace=1.5,
+                                                          zombie_share=0.25)

@@ -5,10 +5,15 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import click
 
+from .. import durations
+from ..errors import TenureError
+from ..worker.config import WorkerConfig, option_doc, text_options
 from .common import (
     _fail,
     _remember_secret,
@@ -16,7 +21,6 @@ from .common import (
     load_app,
     main,
     open_store,
-    parse_duration,
     url_option,
 )
 
@@ -36,8 +40,8 @@ def _instrument(app: Any, registry_box: list) -> None:
     def timed_handlers() -> dict:
         return jm.wrap_all(handlers())
 
-    def capturing_create_worker(**options: Any):
-        w = create_worker(**options)
+    def capturing_create_worker(*args: Any, **options: Any):
+        w = create_worker(*args, **options)
         workers.append(w)
         return w
 
@@ -64,9 +68,12 @@ def default_concurrency(dialect: str) -> int:
     return DEFAULT_CONCURRENCY_POSTGRES if dialect == "postgres" else DEFAULT_CONCURRENCY
 
 
-def _slots(concurrency: int | None, url: str | None, app: Any) -> int:
-    """--concurrency, else the default for the dialect of the store the worker will open."""
-    return concurrency if concurrency is not None else default_concurrency(_store_dialect(url, app))
+def _with_slots(config: WorkerConfig, given: dict[str, Any], url: str | None, app: Any) -> WorkerConfig:
+    """``config`` with --concurrency if it was given, else the command line's default for the
+    dialect of the store the worker will open."""
+    if given.get("w_concurrency") is not None:
+        return config
+    return replace(config, concurrency=default_concurrency(_store_dialect(url, app)))
 
 
 def _store_dialect(url: str | None, app: Any) -> str:
@@ -86,14 +93,54 @@ def _store_dialect(url: str | None, app: Any) -> str:
         return "sqlite"
 
 
+#: Help of the flags whose table doc line says less than an operator needs.
+_HELP = {
+    "concurrency": f"Handlers run at once per process (each a thread, or a task for async handlers); "
+                   f"default {DEFAULT_CONCURRENCY} on SQLite, {DEFAULT_CONCURRENCY_POSTGRES} on PostgreSQL.",
+    "queues": "Comma-separated queues (default: all but dead-letter queues and copies).",
+    "lease": "Lease of each claimed job (default 30s): how long a job whose worker was killed waits before "
+             "another claims it; renewed at a third of it while the job runs (e.g. 10s, 2m).",
+    "stop_grace": "How long handlers get to wind up on a stop, and after a timeout or cancellation before they "
+                  "count as zombie slots (default 5s).",
+    "zombie_share": "Exit with status 75 (to be replaced) once handlers that outlived their timeout or "
+                    "cancellation hold this share of the slots (default 0.5).",
+}
+#: Worker options the command line spells its own way (--max-jobs-per-process).
+_NOT_FLAGS = {"max_jobs"}
+
+
+class _WorkerOption(click.ParamType):
+    """The text form of one worker option, checked by the worker's own table at parse time (a bad
+    value is a usage error naming the flag), kept as text for :meth:`WorkerConfig.from_text`."""
+
+    def __init__(self, name: str) -> None:
+        self.option = name
+        self.name = "DURATION" if option_doc(name)[0] == "seconds" else option_doc(name)[0].upper() or "TEXT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            WorkerConfig.from_text({self.option: str(value)})
+        except TenureError as exc:
+            self.fail(exc.message, param, ctx)
+        return str(value)
+
+
+def _worker_flags(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """One ``--flag`` per worker option that has a text form, from :class:`WorkerConfig`'s table."""
+    for name in reversed(text_options()):
+        if name in _NOT_FLAGS:
+            continue
+        unit, doc = option_doc(name)
+        help_ = _HELP.get(name) or f"{doc[0].upper()}{doc[1:]} ({unit})."
+        fn = click.option(f"--{name.replace('_', '-')}", f"w_{name}", type=_WorkerOption(name), default=None,
+                          help=help_)(fn)
+    return fn
+
+
 @main.command()
 @click.argument("app_spec", metavar="APP")
 @url_option
-@click.option("--concurrency", default=None, type=click.IntRange(min=1),
-              help=f"Handlers run at once per process (each a thread, or a task for async handlers); "
-                   f"default {DEFAULT_CONCURRENCY} on SQLite, {DEFAULT_CONCURRENCY_POSTGRES} on PostgreSQL.")
-@click.option("--queues", default=None,
-              help="Comma-separated queues (default: all but dead-letter queues and copies).")
+@_worker_flags
 @click.option("--processes", default=1, show_default=True, type=click.IntRange(min=1),
               help="Worker processes under one supervisor (for CPU-bound handlers).")
 @click.option("--max-jobs-per-process", default=None, type=click.IntRange(min=1),
@@ -101,19 +148,9 @@ def _store_dialect(url: str | None, app: Any) -> str:
 @click.option("--metrics-port", default=None, type=click.IntRange(min=0, max=65535),
               help="Serve Prometheus /metrics on this port.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port.")
-@click.option("--zombie-share", default=0.5, show_default=True, type=click.FloatRange(min=0, max=1, min_open=True),
-              help="Exit with status 75 (to be replaced) once handlers that outlived their timeout or "
-                   "cancellation hold this share of the slots.")
-@click.option("--stop-grace", default=None, type=click.FloatRange(min=0),
-              help="Seconds handlers get to wind up on a stop, and after a timeout or cancellation before "
-                   "they count as zombie slots (default 5).")
-@click.option("--lease", "lease", default=None, metavar="DURATION",
-              help="Lease of each claimed job (default 30s): how long a job whose worker was killed "
-                   "waits before another claims it; renewed at a third of it while the job runs "
-                   "(e.g. 10s, 2m; at least 1s).")
-@click.option("--grace", default=30.0, show_default=True, type=click.FloatRange(min=0),
-              help="Seconds running jobs get to finish on SIGTERM/SIGINT; a job still running then is "
-                   "released (pending again). A second signal stops at once.")
+@click.option("--grace", default="30", show_default=True, metavar="DURATION",
+              help="How long running jobs get to finish on SIGTERM/SIGINT (seconds, or e.g. 30s, 2m); a job "
+                   "still running then is released (pending again). A second signal stops at once.")
 @click.option("--log-level", default=None, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"],
                                                               case_sensitive=False),
               help="Level of the tenure.* loggers (default $TENURE_LOG_LEVEL, else INFO). Failed attempts "
@@ -123,10 +160,9 @@ def _store_dialect(url: str | None, app: Any) -> str:
 @click.option("--include", "include", multiple=True, metavar="MODULE",
               help="Import MODULE before starting, for the tasks it declares on the app (repeatable; "
                    "adds to the app's own App(include=[...]) and to $TENURE_INCLUDE).")
-def worker(app_spec: str, url: str | None, concurrency: int | None, queues: str | None, processes: int,
-           max_jobs_per_process: int | None, metrics_port: int | None, metrics_host: str,
-           zombie_share: float, stop_grace: float | None, lease: str | None, grace: float,
-           log_level: str | None, log_format: str | None, include: tuple[str, ...]) -> None:
+def worker(app_spec: str, url: str | None, processes: int, max_jobs_per_process: int | None,
+           metrics_port: int | None, metrics_host: str, grace: str, log_level: str | None, log_format: str | None,
+           include: tuple[str, ...], **flags: str | None) -> None:
     """Run a worker over an App's tasks: tenure worker myproject.tasks:app.
 
     With --processes N (or --max-jobs-per-process) the worker runs as N child processes under a
@@ -142,12 +178,11 @@ def worker(app_spec: str, url: str | None, concurrency: int | None, queues: str 
     configure(log_level, log_format)
     if include:  # read by load_app, here and in every supervised child
         os.environ["TENURE_INCLUDE"] = ",".join([*included(), *include])
-    health = {"zombie_share": zombie_share, "grace": grace}
-    if stop_grace is not None:
-        health["stop_grace"] = stop_grace
-    queue_list = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
-    lease_ms = _lease_ms(lease)
-    options: dict[str, Any] = {} if lease_ms is None else {"lease_ms": lease_ms}
+    try:
+        config = WorkerConfig.from_text({k[2:]: val for k, val in flags.items() if val is not None})
+        grace_s = durations.parse(grace, "--grace")
+    except TenureError as exc:
+        raise click.BadParameter(exc.message) from None
     if url:
         _remember_secret(url)
     if processes > 1 or max_jobs_per_process is not None:
@@ -155,7 +190,7 @@ def worker(app_spec: str, url: str | None, concurrency: int | None, queues: str 
             from ..supervisor import run_supervisor
         except ImportError:
             _fail("--processes and --max-jobs-per-process need tenure's supervisor, which this tenure lacks")
-        concurrency = _slots(concurrency, url, load_app(app_spec))  # load: fail fast, in the parent, on a bad APP
+        config = _with_slots(config, flags, url, load_app(app_spec))  # load: fail fast, in the parent, on a bad APP
         server = None
         if metrics_port is not None:
             # Children are separate processes: the parent serves the store's gauges only.
@@ -167,9 +202,8 @@ def worker(app_spec: str, url: str | None, concurrency: int | None, queues: str 
             registry, _ = build_registry(store=open_store(url))
             server = serve(registry, metrics_port, metrics_host)
         try:
-            rc = run_supervisor(app_spec, processes=processes, max_jobs_per_process=max_jobs_per_process,
-                                concurrency=concurrency, queues=queue_list, url=url, worker_options=health,
-                                **options)
+            rc = run_supervisor(app_spec, config, processes=processes, max_jobs_per_process=max_jobs_per_process,
+                                url=url, grace=grace_s)
         finally:
             if server is not None:
                 server.shutdown()
@@ -179,7 +213,7 @@ def worker(app_spec: str, url: str | None, concurrency: int | None, queues: str 
     app = load_app(app_spec)
     if url:
         app._url = url
-    concurrency = _slots(concurrency, url, app)
+    config = _with_slots(config, flags, url, app)
     server = None
     if metrics_port is not None:
         try:
@@ -195,20 +229,10 @@ def worker(app_spec: str, url: str | None, concurrency: int | None, queues: str 
     from ..worker_health import EXIT_UNHEALTHY
 
     try:
-        app.run_worker(concurrency=concurrency, queues=queue_list, **health, **options)
+        app.run_worker(config, grace=grace_s)
     except WorkerUnhealthy as exc:
         click.echo(f"tenure worker: {exc}; exiting with status {EXIT_UNHEALTHY} to be replaced", err=True)
         sys.exit(EXIT_UNHEALTHY)
     finally:
         if server is not None:
             server.shutdown()
-
-
-def _lease_ms(text: str | None) -> int | None:
-    """``--lease``: a duration of at least one second, in ms (None: the worker's default)."""
-    if text is None:
-        return None
-    seconds = parse_duration(text, "--lease")
-    if not 1 <= seconds <= 86_400:
-        raise click.BadParameter(f"{text!r}: a lease must be between 1s and 1d", param_hint="--lease")
-    return int(seconds * 1000)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..durable import Park
 from ..errors import FENCE_CODES, InvalidArgument, InvalidType, ResumeMismatch, TenureError
-from ..jobs import DEFAULT_LEASE_MS
+from ..worker.config import WorkerConfig
 from .context import RunInterrupted, TaskContext, TaskFailed, _make_dead
 from .document import Flow
 from .identity import RUN_NODE, RunIdentity, differences, is_legacy, refuse
@@ -275,33 +275,27 @@ def _text(exc: BaseException) -> str:
         return "<unprintable>"
 
 
-WORKER_OPTIONS = ("concurrency", "poll_interval", "lease_ms", "owner", "renew", "on_outcome", "backoff_base",
-                  "backoff_cap", "stop_grace")
-
-
 class Runner:
     """Runs flows as job kinds on a worker (spec 7.2, 7.8, 7.9).
 
     ```python
-    runner = Runner(store, flows=[flow], registry=tasks, concurrency=4, stop_grace=10)
+    runner = Runner(store, flows=[flow], registry=tasks, concurrency=4, stop_grace=10, lease="10s")
     runner.start()          # or: store.jobs.create_worker({**runner.handlers(), ...}).start()
     store.jobs.enqueue("sync-report", {"input": {"day": "2026-08-05"}})
     ...
     runner.stop()           # uses stop_grace=10 unless stop(grace) says otherwise
     ```
     Every flow is validated and its tasks resolved at construction (flow's own registry first,
-    then ``registry``). The worker options are forwarded to the worker the runner creates; other
-    :class:`tenure.worker.Worker` keywords (``queues``, ``timeout``, ...) pass through too.
+    then ``registry``). The worker's settings are ``config`` (a :class:`tenure.WorkerConfig`) with
+    the keyword ``options`` applied (``concurrency``, ``lease`` in seconds, ``stop_grace``,
+    ``queues``, ...), validated here, before any worker exists.
     ``distributed=True`` runs each node of a run as its own job, on any worker that has this
     runner's :meth:`handlers` (:mod:`tenure.flow.distributed`); the default runs a run's nodes
     in the process holding its lease.
     """
 
     def __init__(self, store: Store, flows: Iterable[Flow], *, registry: Registry | None = None,
-                 concurrency: int = 1, poll_interval: float = 0.5, lease_ms: int = DEFAULT_LEASE_MS,
-                 owner: str | None = None, renew: bool = True, on_outcome: Any = None,
-                 backoff_base: float = 1.0, backoff_cap: float = 60.0, stop_grace: float = 5.0,
-                 distributed: bool = False, **worker_options: Any) -> None:
+                 distributed: bool = False, config: WorkerConfig | None = None, **options: Any) -> None:
         if not isinstance(distributed, bool):
             raise InvalidType(f"distributed must be True or False, got {distributed!r}")
         if isinstance(flows, Flow):
@@ -319,10 +313,8 @@ class Runner:
         self.distributed = distributed
         if not self._flows:
             raise InvalidArgument("Runner needs at least one flow", problem="empty")
-        self.options: dict[str, Any] = {
-            "concurrency": concurrency, "poll_interval": poll_interval, "lease_ms": lease_ms, "owner": owner,
-            "renew": renew, "on_outcome": on_outcome, "backoff_base": backoff_base, "backoff_cap": backoff_cap,
-            "stop_grace": stop_grace, **worker_options}
+        #: The worker settings every worker this runner creates starts from.
+        self.config = WorkerConfig.build(config, options)
         self.worker: Worker | None = None
         self._lock = threading.Lock()
 
@@ -334,7 +326,7 @@ class Runner:
     @property
     def stop_grace(self) -> float:
         """The declared default grace of :meth:`stop`."""
-        return float(self.options["stop_grace"])
+        return self.config.stop_grace
 
     def task_versions(self, kind: str) -> dict[str, Any]:
         """The canonical ``{task: declared version}`` map a run of ``kind`` records."""
@@ -351,8 +343,9 @@ class Runner:
         return out
 
     def create_worker(self, **overrides: Any) -> Worker:
-        """A (not yet started) worker for the flows, with the runner's options (``overrides`` win)."""
-        return self.store.jobs.create_worker(self.handlers(), **{**self.options, **overrides})
+        """A (not yet started) worker for the flows, with the runner's settings (``overrides``, each
+        a :class:`tenure.WorkerConfig` field, win)."""
+        return self.store.jobs.create_worker(self.handlers(), WorkerConfig.build(self.config, overrides))
 
     def start(self) -> Runner:
         """Create and start the runner's worker. Refused while it is running."""

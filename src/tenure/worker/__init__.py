@@ -1,6 +1,7 @@
 """The worker: claims, runs, renews and settles jobs (spec 6).
 
-``store.jobs.create_worker(handlers, **options)`` makes a :class:`Worker`. The package holds its
+``store.jobs.create_worker(handlers, **options)`` makes a :class:`Worker`; its options are one
+:class:`WorkerConfig` (:mod:`~tenure.worker.config`). The package holds its
 parts, each in its own module: :mod:`~tenure.worker.producer` (claims),
 :mod:`~tenure.worker.executor` (runs handlers), :mod:`~tenure.worker.completer` (batched
 settlement), :mod:`~tenure.worker.keeper` (renewals and timeouts),
@@ -14,6 +15,7 @@ together.
 from __future__ import annotations
 
 from .attempt import SHUTDOWN, Attempt, CancelEvent, ShutdownReason, TimeoutReason
+from .config import WorkerConfig
 from .context import JobContext
 from .core import StopResult, Worker
 from .events import Milestones
@@ -21,5 +23,5 @@ from .lifecycle import AttemptState
 
 __all__ = [
     "SHUTDOWN", "Attempt", "AttemptState", "CancelEvent", "JobContext", "Milestones", "ShutdownReason",
-    "StopResult", "TimeoutReason", "Worker",
+    "StopResult", "TimeoutReason", "Worker", "WorkerConfig",
 ]

@@ -7,7 +7,7 @@
   either way;
 - the **completer** (:mod:`~tenure.worker.completer`): settler threads settle finished attempts in
   batches, each item fenced, and refill the slots they free in the same transaction;
-- the **keeper** (:mod:`~tenure.worker.keeper`): renews leases at a third of ``lease_ms`` and
+- the **keeper** (:mod:`~tenure.worker.keeper`): renews leases at a third of the lease and
   enforces per-job timeouts;
 - the **cancel watch** (:mod:`~tenure.worker.cancel_watch`): hears cancel requests for the jobs
   this worker runs.
@@ -56,14 +56,16 @@ class StopResult:
 
 class Worker(Completer, Keeper, CancelRequests):
     """Claims jobs of the handled kinds and runs them (see the module docstring); made by
-    ``store.jobs.create_worker(handlers, **options)``.
+    ``store.jobs.create_worker(handlers, config, **options)``. Its options are the fields of one
+    :class:`tenure.WorkerConfig` (:attr:`config`), every duration in seconds (a number, a
+    timedelta or text like ``"30s"``), checked before the worker exists:
 
     - ``handlers``: ``{kind: fn}``, each ``fn(payload, ctx)`` sync or ``async``.
     - ``concurrency`` (1): attempts in flight at most, a positive int.
     - ``poll_interval`` (0.5 s): an idle worker's claim cadence; same-store enqueues wake it at once
       and ``watch`` (True) adds the engine's cross-process wake-up (SQLite ``data_version``,
       PostgreSQL ``LISTEN``).
-    - ``lease_ms`` (30000) and ``renew`` (True): leases are renewed at a third of ``lease_ms``; a
+    - ``lease`` (30 s) and ``renew`` (True): leases are renewed at a third of ``lease``; a
       renewal refused by the fence is a loss (the attempt's event is set with the refusal), a
       renewal failing for a storage reason is not. With ``renew=False`` the event is set with
       :class:`~tenure.errors.LeaseExpired` when the lease ends, and the attempt cannot settle.

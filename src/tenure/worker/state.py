@@ -21,11 +21,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import _validate as v
+from .. import durations
 from ..errors import InvalidType
-from ..jobs import DEFAULT_LEASE_MS
 from ..limits import call_timeout_for_lease
-from ..worker_health import DEFAULT_ZOMBIE_SHARE, check_grace, check_share
 from .attempt import Attempt
+from .config import MAX_CLAIM_BATCH as MAX_CLAIM_BATCH  # re-exported
+from .config import WorkerConfig
 from .events import Milestones
 
 if TYPE_CHECKING:
@@ -35,11 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tenure.worker")
 
-#: The most one claim takes (the default of ``claim_batch``). At PostgreSQL's default 256 slots a
-#: settle-and-claim then claims every slot its batch frees: with 100 it claimed 96 and left the
-#: rest to a second claim by the dispatcher (a transaction more per cycle), and the worker spent
-#: 15-25% more CPU per job, client and server (docs/performance.md, "PostgreSQL drain").
-MAX_CLAIM_BATCH = 256
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
@@ -72,63 +68,45 @@ class WorkerState:
     _settle_target: int
     _cancel_watch: CancelWatch
 
-    def __init__(self, store: Store, handlers: dict[str, Callable[..., Any]], *, concurrency: int = 1,
-                 poll_interval: float = 0.5, lease_ms: int = DEFAULT_LEASE_MS, owner: str | None = None,
-                 renew: bool = True, on_outcome: Callable[[dict[str, Any]], Any] | None = None,
-                 backoff_base: float = 1.0, backoff_cap: float = 60.0, stop_grace: float = 5.0,
-                 queues: str | list[str] | None = None, timeout: float | None = None,
-                 claim_batch: int = MAX_CLAIM_BATCH, watch: bool = True, maintenance: bool = True,
-                 max_jobs: int | None = None, zombie_share: float = DEFAULT_ZOMBIE_SHARE,
-                 zombie_grace: float | None = None) -> None:
+    def __init__(self, store: Store, handlers: dict[str, Callable[..., Any]], config: WorkerConfig | None = None,
+                 **options: Any) -> None:
         if not isinstance(handlers, dict) or not handlers:
             raise InvalidType("handlers must be a non-empty dict of {kind: callable}")
         for kind, fn in handlers.items():
             v.name(kind, "handler kind")
             if not callable(fn):
                 raise InvalidType(f"the handler for {kind!r} is not callable: {fn!r}")
-        v.positive_int(concurrency, "concurrency", maximum=10_000)
-        v.lease_ms(lease_ms)
-        v.positive_int(claim_batch, "claim_batch", maximum=10_000)
-        v.positive_int(max_jobs, "max_jobs", allow_none=True)
-        zombie_share = check_share(zombie_share)
-        zombie_grace = check_grace(zombie_grace)
-        for name, val in (("poll_interval", poll_interval), ("backoff_base", backoff_base),
-                          ("backoff_cap", backoff_cap), ("stop_grace", stop_grace)):
-            v.seconds_setting(val, name)  # finite, >= 0, at most ten years (one verdict per input)
-        if on_outcome is not None and not callable(on_outcome):
-            raise InvalidType("on_outcome must be callable")
-        if owner is not None and (not isinstance(owner, str) or not owner):
-            raise InvalidType("owner must be a non-empty string (it is diagnostics, never a guard)")
-        if owner is not None:
-            v.text(owner, "owner", max_chars=v.MAX_ID)  # refused now, not at every claim
+        cfg = WorkerConfig.build(config, options)  # every option checked here, once (one verdict per input)
+        #: The validated configuration this worker runs with (:class:`tenure.WorkerConfig`).
+        self.config = cfg
         self.store = store
         self.handlers = dict(handlers)
         self.kinds = sorted(self.handlers)
-        self.queues = None if queues is None else v.names(queues, "queues")
-        self.concurrency = concurrency
-        self.poll_interval = float(poll_interval)
-        self.lease_ms = lease_ms
+        self.queues = None if cfg.queues is None else list(cfg.queues)
+        self.concurrency = cfg.concurrency
+        self.poll_interval = cfg.poll_interval
+        self.lease_ms = cfg.lease_ms
         #: Each database call of this worker must answer within this many seconds, else it is cut
         #: and fails like an unreachable store (tenure.limits; PostgreSQL only, SQLite is local).
-        self.call_timeout = call_timeout_for_lease(lease_ms, getattr(store.engine, "call_timeout", None))
+        self.call_timeout = call_timeout_for_lease(self.lease_ms, getattr(store.engine, "call_timeout", None))
         self._claim_group = object()  # the deadline group of this worker's claims (see stop())
         #: This worker's identity, unique per process and per worker (``host:pid:random``): every
         #: lease it claims is stamped with it (``lease_instance``), and the maintenance reaper and
         #: the lost-claim release match leases by it. ``owner`` (defaulting to it) is diagnostics.
         self.instance = _new_instance()
-        self.owner = owner or self.instance
-        self.renew = renew
-        self.on_outcome = on_outcome
-        self.backoff_base_ms = int(backoff_base * 1000)
-        self.backoff_cap_ms = int(backoff_cap * 1000)
-        self.stop_grace = float(stop_grace)
-        self.default_timeout_ms = v.duration_ms(timeout, "timeout", seconds=True, positive=True)
-        self.claim_batch = claim_batch
-        self.watch = watch
-        self.maintenance = maintenance
-        self.max_jobs = max_jobs
-        self.zombie_share = zombie_share
-        self.zombie_grace = self.stop_grace if zombie_grace is None else zombie_grace
+        self.owner = cfg.owner or self.instance
+        self.renew = cfg.renew
+        self.on_outcome = cfg.on_outcome
+        self.backoff_base_ms = durations.to_ms(cfg.backoff_base)
+        self.backoff_cap_ms = durations.to_ms(cfg.backoff_cap)
+        self.stop_grace = cfg.stop_grace
+        self.default_timeout_ms = None if cfg.timeout is None else max(1, durations.to_ms(cfg.timeout))
+        self.claim_batch = cfg.claim_batch
+        self.watch = cfg.watch
+        self.maintenance = cfg.maintenance
+        self.max_jobs = cfg.max_jobs
+        self.zombie_share = cfg.zombie_share
+        self.zombie_grace = self.stop_grace if cfg.zombie_grace is None else cfg.zombie_grace
         #: Set once ``max_jobs`` attempts have settled (never set without ``max_jobs``).
         self.exhausted = threading.Event()
         #: Milestones tests and hosts can wait on (:mod:`tenure.worker.events`).

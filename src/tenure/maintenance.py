@@ -19,7 +19,7 @@ expire queued jobs        leader    pending/failed jobs past ``keep_until`` (the
                                     retention" (not dead-lettered: they never ran)
 delete settled jobs       leader    done/dead/cancelled jobs past ``updated_at + delete_after``
                                     (default 7 days) are deleted with their checkpoints
-reap dead workers         leader    a worker row silent for ``worker_dead_after_ms`` is deleted,
+reap dead workers         leader    a worker row silent for ``worker_dead_after`` is deleted,
                                     and the live leases of the worker INSTANCE it recorded end
                                     at once (the fence refuses the vanished attempt; the next
                                     claim recovers the job); never matched by owner string
@@ -54,6 +54,8 @@ import uuid
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from . import _validate as v
+from . import durations
 from .errors import InvalidArgument, InvalidType, OperationWithdrawn
 from .limits import MAINTENANCE_CALL_TIMEOUT_S, RELEASE_CALL_TIMEOUT_S
 from .schedules import DEFAULT_MISFIRE_GRACE_MS, declared_for
@@ -94,10 +96,22 @@ STOP_CUT_AFTER = 0.25
 
 
 
+#: Deprecated ``_ms`` spellings of maintenance options (earlier releases documented them): old
+#: name -> the option it now is, in seconds. Accepted with a DeprecationWarning by
+#: :class:`MaintenanceConfig` and ``store.maintenance.configure``.
+DEPRECATED_MS = {"leader_ttl_ms": "leader_ttl", "worker_dead_after_ms": "worker_dead_after",
+                 "delete_after_ms": "delete_after", "misfire_grace_ms": "misfire_grace"}
+_INTERVALS = ("schedule_interval", "heartbeat_interval", "expire_interval", "delete_interval", "reap_interval",
+              "vacuum_interval")
+
+
+@durations.accepts_ms_names(DEPRECATED_MS)
 @dataclass(frozen=True, slots=True)
 class MaintenanceConfig:
-    """Cadences (seconds), horizons (ms) and batch bounds of the maintenance service. Every field
-    is validated at construction (:class:`InvalidArgument` / :class:`InvalidType`)."""
+    """Cadences and horizons (every duration in seconds: a number, a timedelta or text like
+    ``"7d"``, see :mod:`tenure.durations`) and batch bounds of the maintenance service. Every
+    field is validated at construction (:class:`InvalidArgument` / :class:`InvalidType`); the
+    ``_ms`` names of earlier releases are accepted with a :class:`DeprecationWarning`."""
 
     schedule_interval: float = DEFAULT_SCHEDULE_INTERVAL
     heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL
@@ -105,11 +119,15 @@ class MaintenanceConfig:
     delete_interval: float = DEFAULT_DELETE_INTERVAL
     reap_interval: float = DEFAULT_REAP_INTERVAL
     vacuum_interval: float = DEFAULT_VACUUM_INTERVAL
-    leader_ttl_ms: int = DEFAULT_LEADER_TTL_MS
-    worker_dead_after_ms: int = DEFAULT_WORKER_DEAD_AFTER_MS
-    #: None keeps settled jobs that have no ``delete_after`` of their own forever.
-    delete_after_ms: int | None = DEFAULT_DELETE_AFTER_MS
-    misfire_grace_ms: int = DEFAULT_MISFIRE_GRACE_MS
+    #: How long a leader's lease lasts (at least 0.1 s); renewed every third of it.
+    leader_ttl: float = DEFAULT_LEADER_TTL_MS / 1000
+    #: A worker silent this long is dead (at least 0.1 s, longer than ``heartbeat_interval``).
+    worker_dead_after: float = DEFAULT_WORKER_DEAD_AFTER_MS / 1000
+    #: Settled jobs without a ``delete_after`` of their own are deleted this long after they
+    #: settled; None keeps them forever.
+    delete_after: float | None = DEFAULT_DELETE_AFTER_MS / 1000
+    #: How late a schedule's boundary may still fire (docs/maintenance.md, "Misfires").
+    misfire_grace: float = DEFAULT_MISFIRE_GRACE_MS / 1000
     batch_size: int = SWEEP_BATCH
     max_batches: int = MAX_BATCHES_PER_PASS
     #: Fire schedules on this node (False: leave it to other nodes or ``maintain --once``).
@@ -118,17 +136,15 @@ class MaintenanceConfig:
     sweeps: bool = True
     #: PostgreSQL: vacuum the jobs table when autovacuum leaves too many dead tuples (leader).
     vacuum: bool = True
-
     def __post_init__(self) -> None:
-        for f in ("schedule_interval", "heartbeat_interval", "expire_interval", "delete_interval",
-                  "reap_interval", "vacuum_interval"):
-            val = getattr(self, f)
-            if isinstance(val, bool) or not isinstance(val, int | float):
-                raise InvalidType(f"{f} must be a number of seconds, got {val!r}")
-            if not (0 < val <= 86_400):
-                raise InvalidArgument(f"{f} must be in (0, 86400] seconds, got {val!r}")
-        for f, lo in (("leader_ttl_ms", 100), ("worker_dead_after_ms", 100), ("misfire_grace_ms", 0),
-                      ("batch_size", 1), ("max_batches", 1)):
+        set_ = object.__setattr__
+        for f in _INTERVALS:
+            set_(self, f, durations.seconds(getattr(self, f), f, positive=True, maximum=86_400))
+        for f in ("leader_ttl", "worker_dead_after"):
+            set_(self, f, durations.seconds(getattr(self, f), f, minimum=0.1))
+        set_(self, "misfire_grace", durations.seconds(self.misfire_grace, "misfire_grace"))
+        set_(self, "delete_after", durations.optional_seconds(self.delete_after, "delete_after"))
+        for f, lo in (("batch_size", 1), ("max_batches", 1)):
             val = getattr(self, f)
             if isinstance(val, bool) or not isinstance(val, int):
                 raise InvalidType(f"{f} must be an integer, got {val!r}")
@@ -137,13 +153,8 @@ class MaintenanceConfig:
         if self.batch_size > SWEEP_BATCH:
             raise InvalidArgument(f"batch_size must be at most {SWEEP_BATCH} (one short transaction "
                                   f"per batch), got {self.batch_size}")
-        if self.delete_after_ms is not None and (isinstance(self.delete_after_ms, bool) or
-                                                 not isinstance(self.delete_after_ms, int) or
-                                                 self.delete_after_ms < 0):
-            raise InvalidArgument(f"delete_after_ms must be None or an integer >= 0, got "
-                                  f"{self.delete_after_ms!r}")
-        if self.worker_dead_after_ms <= self.heartbeat_interval * 1000:
-            raise InvalidArgument("worker_dead_after_ms must be longer than heartbeat_interval, or "
+        if self.worker_dead_after <= self.heartbeat_interval:
+            raise InvalidArgument("worker_dead_after must be longer than heartbeat_interval, or "
                                   "live workers would be reaped")
         for f in ("schedules", "sweeps", "vacuum"):
             if not isinstance(getattr(self, f), bool):
@@ -198,15 +209,15 @@ class Maintainer:
         return self._config
 
     def configure(self, config: MaintenanceConfig | None = None, **changes: Any) -> MaintenanceConfig:
-        """Replace the configuration (a whole :class:`MaintenanceConfig`, or some fields); it takes
-        effect at the next pass. Answers the new configuration."""
-        known = {f.name for f in fields(MaintenanceConfig)}
-        unknown = set(changes) - known
-        if unknown:
-            raise InvalidArgument(f"unknown maintenance options: {', '.join(sorted(unknown))}")
+        """Replace the configuration (a whole :class:`MaintenanceConfig`, or some fields, durations
+        in seconds); it takes effect at the next pass. Answers the new configuration. An unknown
+        field is :class:`InvalidArgument` naming the nearest known one; the deprecated ``_ms``
+        names warn and are converted."""
         base = config if config is not None else self._config
         if not isinstance(base, MaintenanceConfig):
             raise InvalidType("config must be a MaintenanceConfig")
+        changes = durations.renamed_ms(dict(changes), DEPRECATED_MS, "maintenance")
+        v.known_options(changes, [f.name for f in fields(MaintenanceConfig)], "maintenance")
         self._config = replace(base, **changes) if changes else base
         self._kick.set()
         return self._config
@@ -292,7 +303,8 @@ class Maintainer:
     # -- the duties, each one pass ------------------------------------------------------------------------
     def fire_schedules(self, cancel: threading.Event | None = None) -> int:
         """Fire every due schedule once (see :mod:`tenure.schedules`); answers jobs enqueued."""
-        n = self.store.schedules.fire_due(cancel=cancel, misfire_grace_ms=self._config.misfire_grace_ms)
+        n = self.store.schedules.fire_due(cancel=cancel,
+                                          misfire_grace_ms=durations.to_ms(self._config.misfire_grace))
         self._count("fired", n)
         return n
 
@@ -328,7 +340,7 @@ class Maintainer:
     def elect(self, cancel: threading.Event | None = None) -> bool:
         """Take or renew the leader lease; True while this service leads. A lease that could not
         be renewed (the database is unreachable) still counts until it would have expired."""
-        ttl = self._config.leader_ttl_ms
+        ttl = durations.to_ms(self._config.leader_ttl)
         t0 = time.monotonic()
         with self.store._session(cancel) as s:
             expires = s.leader_acquire(LEADER_ROLE, self.owner, ttl, self.store._now())
@@ -379,14 +391,15 @@ class Maintainer:
 
         def batch() -> int:
             with self.store._session(cancel) as s:
-                return s.job_delete_settled(self.store._now(), cfg.delete_after_ms, cfg.batch_size)
+                after = None if cfg.delete_after is None else durations.to_ms(cfg.delete_after)
+                return s.job_delete_settled(self.store._now(), after, cfg.batch_size)
 
         n = self._batches(batch, drain, cancel)
         self._count("deleted", n)
         return n
 
     def reap_workers(self, cancel: threading.Event | None = None) -> tuple[int, int]:
-        """Delete worker rows silent for ``worker_dead_after_ms`` (never this process's live
+        """Delete worker rows silent for ``worker_dead_after`` (never this process's live
         workers) and end the leases they held; answers ``(leases released, workers reaped)``."""
         cfg = self._config
         with self._state:
@@ -394,7 +407,8 @@ class Maintainer:
         store = self.store
         with store._session(cancel) as s:
             now = store._now_or(s, store._now())
-            reaped = s.worker_reap(now - cfg.worker_dead_after_ms, keep, store._now(), cfg.batch_size)
+            silent_since = now - durations.to_ms(cfg.worker_dead_after)
+            reaped = s.worker_reap(silent_since, keep, store._now(), cfg.batch_size)
         leases, workers = reaped.leases, reaped.workers
         if workers:
             log.warning("reaped %d dead worker(s) from the registry; %d lease(s) they held were ended",
@@ -524,7 +538,7 @@ class Maintainer:
                 due["heartbeat"] = now + cfg.heartbeat_interval
             if cfg.sweeps and now >= due["elect"]:
                 self._guard("elect", self.elect, stop)
-                due["elect"] = now + cfg.leader_ttl_ms / 3000
+                due["elect"] = now + cfg.leader_ttl / 3
             if cfg.schedules and now >= due["schedules"]:
                 self._guard("schedules", self.fire_schedules, stop)
                 due["schedules"] = time.monotonic() + cfg.schedule_interval

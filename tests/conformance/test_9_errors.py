@@ -144,7 +144,7 @@ def test_9_3_external_write_lock_is_store_busy(store, target, open_store):
     after the bounded busy timeout, never a raw sqlite3.OperationalError."""
     _needs_sqlite(target)
     store.jobs.enqueue("k", id="before-lock")
-    short = open_store(busy_timeout_ms=200)
+    short = open_store(busy_timeout=0.2)
     short.jobs.get("before-lock")
     locker = sqlite3.connect(str(target.path), isolation_level=None, timeout=0)
     locker.execute("begin exclusive")

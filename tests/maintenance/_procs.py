@@ -55,7 +55,7 @@ def lead_then_hang(url: str, now: int, ttl_ms: int, out) -> None:
     try:
         store = tenure.connect(url, clock=_Clock(now))
         m = store.maintenance
-        m.configure(leader_ttl_ms=ttl_ms)
+        m.configure(leader_ttl=ttl_ms / 1000)
         out.put((m.owner, m.elect(), None))
     except Exception as exc:  # noqa: BLE001 - a child process reports any failure to the parent
         out.put((None, False, f"{type(exc).__name__}: {exc}"))

@@ -67,7 +67,7 @@ def test_a_killed_leader_is_replaced_within_one_lease(store, clock, engine_url):
         owner, led, error = out.get(timeout=60)
         assert error is None and led is True
         m = store.maintenance
-        m.configure(leader_ttl_ms=ttl)
+        m.configure(leader_ttl=ttl / 1000)
         assert m.leader() == (owner, clock.now + ttl)
         assert m.elect() is False  # the child leads
     finally:

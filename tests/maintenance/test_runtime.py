@@ -46,7 +46,7 @@ def test_stop_is_quiescent_the_store_closes_right_after(engine_url, clock, caplo
     caplog.set_level(logging.DEBUG, logger="tenure.maintenance")
     for _ in range(3):
         s = tenure.connect(engine_url, clock=clock)
-        s.maintenance.configure(schedule_interval=0.01, heartbeat_interval=0.01, worker_dead_after_ms=1_000)
+        s.maintenance.configure(schedule_interval=0.01, heartbeat_interval=0.01, worker_dead_after=1)
         w = s.jobs.create_worker({"k": noop}, poll_interval=0.01).start()
         s.maintenance.wait_for_pass(after=0, timeout=10)
         w.stop()
@@ -84,7 +84,7 @@ def test_maintenance_false_starts_nothing(store):
 def test_sweeps_run_on_the_leader_only(store, other, clock):
     for s in (store, other):
         s.maintenance.configure(expire_interval=0.02, delete_interval=0.02, reap_interval=0.02,
-                                leader_ttl_ms=3_000)
+                                leader_ttl=3)
     wa = store.jobs.create_worker({"k": noop}, poll_interval=0.05, owner="a").start()
     wb = other.jobs.create_worker({"k": noop}, poll_interval=0.05, owner="b").start()
     try:
@@ -109,9 +109,9 @@ def test_a_database_outage_is_logged_counted_and_survived(tmp_path, clock, caplo
     """SQLite: another connection holds the write lock; every duty fails with a coded busy error,
     the thread keeps going (one warning per duty per outage), and fires once the lock is gone."""
     path = tmp_path / "outage.db"
-    store = tenure.connect(f"sqlite:///{path}?busy_timeout_ms=20", clock=clock)
+    store = tenure.connect(f"sqlite:///{path}?busy_timeout=20ms", clock=clock)
     m = store.maintenance
-    m.configure(schedule_interval=0.01, heartbeat_interval=0.01, worker_dead_after_ms=1_000)
+    m.configure(schedule_interval=0.01, heartbeat_interval=0.01, worker_dead_after=1)
     s = store.schedules.add("tick", "* * * * *", "k")
     clock.set(s.next_fire_at)
     caplog.set_level(logging.INFO, logger="tenure.maintenance")

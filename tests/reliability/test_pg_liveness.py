@@ -61,7 +61,7 @@ def test_a_silenced_server_the_worker_resumes_after_the_network_and_stops_within
                 ctx.cancelled.wait(30)
             ran.append(ctx.job.id)
 
-        worker = remote.jobs.create_worker({"k": work}, concurrency=4, lease_ms=3_000, poll_interval=0.05)
+        worker = remote.jobs.create_worker({"k": work}, concurrency=4, lease=3, poll_interval=0.05)
         assert worker.call_timeout == 1.0  # a third of the lease
         worker.start()
         try:
@@ -139,10 +139,17 @@ def test_pool_connections_carry_keepalives_and_a_tcp_user_timeout_and_call_timeo
     own = tenure.connect(PG_URL + "?keepalives_idle=3&call_timeout=2")
     try:
         assert "keepalives_idle=3" in own.engine.conninfo and own.engine.call_timeout == 2.0
-        worker = own.jobs.create_worker({"k": lambda p, ctx: None}, lease_ms=30_000)
+        worker = own.jobs.create_worker({"k": lambda p, ctx: None}, lease=30)
         assert worker.call_timeout == 2.0 == call_timeout_for_lease(30_000, 2.0)
     finally:
         own.close()
     for bad in ("0", "-1", "soon", "inf"):
         with pytest.raises(InvalidURL):
             tenure.connect(PG_URL + f"?call_timeout={bad}")
+    # Durations in the URL are seconds or the text form (tenure.durations), like every other one.
+    for text, seconds in (("1500ms", 1.5), ("2s", 2.0), ("1m", 60.0), ("0.25", 0.25)):
+        timed = tenure.connect(PG_URL + f"?call_timeout={text}&pool_timeout={text}")
+        try:
+            assert timed.engine.call_timeout == seconds == timed.engine.pool_timeout
+        finally:
+            timed.close()

@@ -101,7 +101,7 @@ def test_read_only_empty_database_refused_at_first_use(tmp_path):
 
 def test_foreign_write_lock_past_busy_timeout_is_store_busy(tmp_path):
     path = tmp_path / "q.db"
-    store = tenure.connect(f"sqlite:///{path}", busy_timeout_ms=150)
+    store = tenure.connect(f"sqlite:///{path}", busy_timeout="150ms")
     first = store.jobs.enqueue("k", 1)
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN EXCLUSIVE")

@@ -19,6 +19,7 @@ import sqlite3
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -171,10 +172,38 @@ def test_a_value_over_the_database_limit_is_store_limit_exceeded(any_store, engi
 
 
 @pytest.mark.parametrize(
-    "query", ["busy_timeout_ms=abc", "busy_timeout_ms=-1", "busy_timeout_ms=99999999999"]
+    "query", ["busy_timeout=abc", "busy_timeout=-1", "busy_timeout=2h", "busy_timeout=nan", "busy_timeout_ms=abc",
+              "busy_timeout_ms=-1"]
 )
 def test_a_bad_sqlite_url_option_is_invalid_url(tmp_path, query):
     """A SQLite URL option that cannot be used is TN0007 at connect, not a raw ValueError later."""
     with pytest.raises(InvalidURL) as info:
         tenure.connect(f"sqlite:///{tmp_path / 't.db'}?{query}")
-    assert info.value.code == "TN0007" and "busy_timeout_ms" in str(info.value)
+    assert info.value.code == "TN0007" and query.split("=")[0] in str(info.value)
+
+
+@pytest.mark.parametrize("query,keyword,ms", [("busy_timeout=2", None, 2000), ("busy_timeout=250ms", None, 250),
+                                              ("busy_timeout=1m", None, 60_000), ("", 1.5, 1500),
+                                              ("", timedelta(seconds=3), 3000), ("", "40ms", 40),
+                                              ("busy_timeout=9", "40ms", 40), ("", None, 5000)])
+def test_the_busy_timeout_is_a_duration_in_the_url_or_as_a_keyword(tmp_path, query, keyword, ms):
+    """``?busy_timeout=`` and ``connect(busy_timeout=)`` read seconds, a timedelta or the text form
+    (the keyword wins); 5 s by default."""
+    options = {} if keyword is None else {"busy_timeout": keyword}
+    store = tenure.connect(f"sqlite:///{tmp_path / 't.db'}?{query}", **options)
+    try:
+        assert store.engine.busy_timeout_ms == ms
+    finally:
+        store.close()
+
+
+def test_the_busy_timeout_ms_spellings_warn_and_still_work(tmp_path):
+    """The ``_ms`` spellings of earlier releases (URL and keyword) warn, naming the replacement."""
+    for url, options in ((f"sqlite:///{tmp_path / 'a.db'}?busy_timeout_ms=250", {}),
+                         (f"sqlite:///{tmp_path / 'b.db'}", {"busy_timeout_ms": 250})):
+        with pytest.warns(DeprecationWarning, match="busy_timeout_ms= is deprecated: use busy_timeout="):
+            store = tenure.connect(url, **options)
+        try:
+            assert store.engine.busy_timeout_ms == 250
+        finally:
+            store.close()

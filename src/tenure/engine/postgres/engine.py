@@ -36,6 +36,7 @@ import psycopg
 from psycopg import sql as pgsql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
+from ... import durations
 from ...errors import (
     ForeignConnection,
     InvalidArgument,
@@ -99,8 +100,8 @@ class PostgresEngine(Engine):
     exclusive_gate = False
 
     def __init__(self, url: str, *, schema: str | None = None, pool_min: int = 1, pool_max: int = 10,
-                 pool_timeout: float = 10.0, connect_timeout: int = 10, prepare_threshold: int | None = 5,
-                 application_name: str = "tenure", call_timeout: float | None = None) -> None:
+                 pool_timeout: float | str = 10.0, connect_timeout: int = 10, prepare_threshold: int | None = 5,
+                 application_name: str = "tenure", call_timeout: float | str | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme.lower() not in POSTGRES_SCHEMES:
             raise InvalidURL(f"not a PostgreSQL URL: {redact_url(url)!r}")
@@ -117,15 +118,16 @@ class PostgresEngine(Engine):
             self.schema = schema if schema is not None else ours.get("schema") or None
             self.pool_min = int(ours.get("pool_min", pool_min))
             self.pool_max = int(ours.get("pool_max", pool_max))
-            self.pool_timeout = float(ours.get("pool_timeout", pool_timeout))
+        except ValueError as exc:
+            raise InvalidURL(f"bad pool option in {redact_url(url)!r}: {exc}") from None
+        try:  # durations: seconds, a timedelta, or text like 250ms, 10s (tenure.durations)
+            self.pool_timeout = durations.seconds(ours.get("pool_timeout", pool_timeout), "pool_timeout")
             raw = ours.get("call_timeout", call_timeout)
             #: Seconds every root call may take before the client cuts it (None: only the
             #: worker's and maintenance's own deadlines apply); see deadline.py.
-            self.call_timeout = None if raw in (None, "") else float(raw)
-        except ValueError as exc:
-            raise InvalidURL(f"bad pool option in {redact_url(url)!r}: {exc}") from None
-        if self.call_timeout is not None and not 0 < self.call_timeout < math.inf:
-            raise InvalidURL(f"call_timeout must be a positive number of seconds, got {self.call_timeout!r}")
+            self.call_timeout = None if raw in (None, "") else durations.seconds(raw, "call_timeout", positive=True)
+        except TenureError as exc:
+            raise InvalidURL(exc.message) from None
         if self.schema is not None and not _SCHEMA_NAME.match(self.schema):
             raise InvalidURL(f"schema must be a plain identifier (letters, digits, _), got {self.schema!r}")
         if not 0 <= self.pool_min <= self.pool_max or self.pool_max < 1:

@@ -17,7 +17,9 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from ... import durations
 from ...errors import (
+    InvalidArgument,
     InvalidURL,
     OperationWithdrawn,
     ReadOnlyStore,
@@ -80,6 +82,25 @@ class SQLiteWatcher(Watcher):
                 pass
 
 
+def _busy_timeout(keyword: Any, keyword_ms: Any, query: dict[str, str]) -> float:
+    """The busy timeout in seconds: the ``busy_timeout`` keyword, else ``?busy_timeout=`` (a
+    duration: ``5``, ``250ms``, ``2s``), else 5 s; at most an hour. The ``_ms`` spellings of
+    earlier releases (keyword and URL) warn and are read as ms. A bad one is InvalidURL."""
+    try:
+        given = {k: val for k, val in (("busy_timeout", keyword), ("busy_timeout_ms", keyword_ms)) if val is not None}
+        if not given and "busy_timeout" in query:
+            given = {"busy_timeout": query["busy_timeout"]}
+        elif not given and "busy_timeout_ms" in query:
+            raw = query["busy_timeout_ms"]
+            if not raw.isdigit():
+                raise InvalidArgument(f"busy_timeout_ms must be a whole number of ms, got {raw!r}")
+            given = {"busy_timeout_ms": int(raw)}
+        given = durations.renamed_ms(given, {"busy_timeout_ms": "busy_timeout"}, "sqlite store")
+        return durations.seconds(given.get("busy_timeout", 5), "busy_timeout", maximum=3600)
+    except TenureError as exc:
+        raise InvalidURL(f"{exc.message} (at most an hour)") from None
+
+
 class SQLiteEngine(Engine):
     dialect = "sqlite"
     exclusive_gate = True
@@ -88,8 +109,8 @@ class SQLiteEngine(Engine):
     #: each size's text, has no such attribute and keeps to a few sizes.
     any_claim_size = True
 
-    def __init__(self, url: str, *, busy_timeout_ms: int | None = None, durable: bool | None = None,
-                 watch_interval: float = 0.002) -> None:
+    def __init__(self, url: str, *, busy_timeout: float | str | None = None, durable: bool | None = None,
+                 watch_interval: float = 0.002, busy_timeout_ms: int | None = None) -> None:
         parts = urlsplit(url)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         raw_path = unquote((parts.netloc or "") + parts.path)
@@ -111,14 +132,8 @@ class SQLiteEngine(Engine):
         #: before anything is read or written, not after writes were accepted (TN0010).
         self.quick_check = query.get("quick_check", "1") not in ("0", "false", "no")
         self._ro_target: str | None = None  # the URI a read-only connection was opened with
-        try:
-            self.busy_timeout_ms = int(busy_timeout_ms if busy_timeout_ms is not None
-                                       else query.get("busy_timeout_ms", 5000))
-        except (TypeError, ValueError):
-            raise InvalidURL(f"busy_timeout_ms must be a whole number of ms, got "
-                             f"{busy_timeout_ms if busy_timeout_ms is not None else query.get('busy_timeout_ms')!r}") from None
-        if not 0 <= self.busy_timeout_ms <= 3_600_000:
-            raise InvalidURL(f"busy_timeout_ms must be within 0..3600000 (an hour), got {self.busy_timeout_ms}")
+        #: How long a write waits for another process's lock (ms) before TN0003.
+        self.busy_timeout_ms = durations.to_ms(_busy_timeout(busy_timeout, busy_timeout_ms, query))
         self.durable = durable if durable is not None else query.get("durable") in ("1", "true", "yes")
         self.watch_interval = watch_interval
         self.gate = threading.Lock()

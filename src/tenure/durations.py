@@ -74,7 +74,7 @@ def seconds(value: Any, what: str, *, positive: bool = False, minimum: float = 0
         raise InvalidArgument(f"{what} must be at least {minimum:g} s, got {value!r}", option=what,
                               value=repr(value))
     if out > maximum:
-        raise InvalidArgument(f"{what} must be at most {maximum:g} s, got {value!r}", option=what,
+        raise InvalidArgument(f"{what} must be at most {maximum:.0f} s, got {value!r}", option=what,
                               value=repr(value))
     return out
 

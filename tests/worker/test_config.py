@@ -128,6 +128,8 @@ def test_the_text_form_round_trips_every_option_that_has_one():
     assert set(text) <= set(text_options())
     assert WorkerConfig.from_text(text) == cfg
     assert WorkerConfig().to_text() == {}
+    tiny = WorkerConfig(poll_interval=0.00001, backoff_cap=3e8)  # never in exponent notation
+    assert WorkerConfig.from_text(tiny.to_text()) == tiny
     with pytest.raises(TenureError) as ei:
         WorkerConfig(on_outcome=print).to_text()
     assert ei.value.code == "TN1001" and "on_outcome" in str(ei.value)

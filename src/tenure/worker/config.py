@@ -193,7 +193,7 @@ class WorkerConfig:
             if f.metadata["text"] is None:
                 raise InvalidArgument(f"the worker option {f.name}={value!r} cannot be passed to another process",
                                       option=f.name)
-            out[f.name] = ",".join(value) if isinstance(value, tuple) else repr(value) if isinstance(
+            out[f.name] = ",".join(value) if isinstance(value, tuple) else _number_text(value) if isinstance(
                 value, float) else str(value)
         return out
 
@@ -206,6 +206,13 @@ class WorkerConfig:
     def lease_ms(self) -> int:
         """The lease in whole milliseconds: the job format's ``lease_ms`` (docs/spec.md, 3.3)."""
         return durations.to_ms(self.lease)
+
+
+def _number_text(value: float) -> str:
+    """A float as text the duration parser reads back exactly where it can (``repr``), never in
+    exponent notation (``1e-05`` is not a duration)."""
+    text = repr(value)
+    return text if "e" not in text else f"{value:.9f}".rstrip("0").rstrip(".")
 
 
 _FIELDS = {f.name: f for f in fields(WorkerConfig)}

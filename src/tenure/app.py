@@ -88,7 +88,7 @@ class Task(Generic[P, R]):
     def with_options(self, **options: Any) -> Task[P, R]:
         """The same task with other enqueue options (``delay``, ``priority``, ``queue``, ...)."""
         eo.refuse(set(options) & _QUEUE_TASK_OPTIONS, eo.ENQUEUE)  # a queue setting: not per call
-        eo.refuse(options, eo.TASK)
+        eo.checked(options, eo.TASK)  # a bad value is refused here, not at the first enqueue
         clone = type(self)(self.app, self.fn, self.name, {**self.options, **options}, self.retry_on,
                            self.discard_on, self.signature)
         return clone
@@ -364,7 +364,7 @@ class App:
         at once) / dead at once (:mod:`tenure.handler_control`); the rest are enqueue options."""
         exception_classes(retry_on, "retry_on")
         exception_classes(discard_on, "discard_on")
-        eo.refuse(options, eo.TASK)
+        eo.checked(options, eo.TASK)  # each name and value by the table: refused at declaration
         self._queue_options(options)
 
         def register(f: Callable[..., Any]) -> Task[Any, Any]:

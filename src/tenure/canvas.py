@@ -128,7 +128,7 @@ class Signature(Canvas):
     def set(self, **options: Any) -> Signature:
         """The same call with enqueue options (``queue``, ``priority``, ``max_attempts``,
         ``on_parent_failure``, ...); ``id`` and ``depends_on`` belong to the composition."""
-        eo.refuse(options, eo.SIGNATURE)
+        eo.checked(options, eo.SIGNATURE)  # each name and value by the table, now
         return Signature(self.task, self.args, self.kwargs, {**self.options, **options})
 
     def _app_store(self) -> Store:

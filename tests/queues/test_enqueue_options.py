@@ -237,3 +237,21 @@ def test_an_option_given_as_none_is_an_option_not_given(store) -> None:
     job_id = store.jobs.enqueue_many([{"kind": "k", **absent}])[0]
     job = store.jobs.get(job_id)
     assert job is not None and job.payload is None and job.max_attempts == 5 and job.run_at is not None
+
+
+@pytest.mark.parametrize(("surface", "bad"), [
+    (eo.TASK, {"max_attempts": 0}), (eo.TASK, {"timeout": -1}), (eo.TASK, {"dead_letter": "no spaces"}),
+    (eo.SIGNATURE, {"priority": "high"}), (eo.SIGNATURE, {"on_parent_failure": "shrug"}),
+])
+def test_a_bad_default_is_refused_where_it_is_declared(store, surface, bad) -> None:
+    with pytest.raises(TenureError) as info:
+        SURFACES[surface](store, bad)
+    assert info.value.code in ("TN1001", "TN1002") and next(iter(bad)) in str(info.value)
+
+
+def test_with_options_checks_each_value_too(store) -> None:
+    task = _app(store).task(name="with.options")(_noop)
+    with pytest.raises(TenureError) as info:
+        task.with_options(max_attempts=0)
+    assert info.value.code == "TN1001" and "max_attempts" in str(info.value)
+    assert task.with_options(max_attempts=2).options == {"max_attempts": 2}

@@ -305,3 +305,19 @@ def test_a_job_rows_fields_are_the_job_records_in_order() -> None:
 
     job_fields = tuple(f.name for f in dataclasses.fields(Job))
     assert engine_rows.JobRow._fields == (*job_fields, "lease_token", "reclaimed")
+
+
+def test_no_session_method_is_written_twice_the_same() -> None:
+    """A session method whose code is identical in both dialects lives once, in engine/common.py
+    or engine/insights.py, with each dialect supplying its statements."""
+    import textwrap
+
+    def code(fn: object) -> str:
+        return ast.dump(ast.parse(textwrap.dedent(inspect.getsource(fn))))  # type: ignore[arg-type]
+
+    twice = []
+    for name in sorted(n for n in dir(SQLiteSession) if not n.startswith("__")):
+        one, other = getattr(SQLiteSession, name, None), getattr(PostgresSession, name, None)
+        if inspect.isfunction(one) and inspect.isfunction(other) and one is not other and code(one) == code(other):
+            twice.append(name)
+    assert not twice, f"the same code in both dialects: {twice}"

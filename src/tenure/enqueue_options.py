@@ -79,6 +79,9 @@ class Option:
     django: str | None = None
     #: Why a surface does not take it, said in that surface's refusal.
     why_not: Mapping[str, str] = field(default_factory=dict)
+    #: False when a job given it may collide with a stored one (an id, a uniqueness key) or must
+    #: be written with its dependency edges: ``enqueue_many`` never streams such a job.
+    streams: bool = True
 
 
 # -- the verdicts the table names ------------------------------------------------------------------
@@ -143,7 +146,7 @@ _OPTIONS: tuple[Option, ...] = (
            cli=Cli("--id", "text"),
            why_not={SCHEDULE: "each fire's id is cron:<name>:<fire ms>",
                     SIGNATURE: "a signature's id is set by its composition",
-                    PUBLISH: "publish makes one job per subscribed queue, each with its own id"}),
+                    PUBLISH: "publish makes one job per subscribed queue, each with its own id"}, streams=False),
     Option("queue", "name", lambda x: checked_name(x, "queue"), "queue",
            frozenset({ENQUEUE, MANY, TASK, SIGNATURE, DJANGO, CLI, FILE}), "spec §11",
            "the queue the job waits in (default: 'default')", cli=Cli("--queue", "text"), django="queue_name",
@@ -174,14 +177,14 @@ _OPTIONS: tuple[Option, ...] = (
            why_not={SCHEDULE: "fires are written by tenure", SIGNATURE: "enqueue(conn=...) the composition"}),
     # -- uniqueness and groups (docs/queues.md) --------------------------------------------------
     Option("singleton_key", "key", lambda x: None if x is None else v.key(x, "singleton_key"), "singleton_key",
-           _JOB, "spec §11", "the key of the queue's uniqueness policy and of throttling"),
+           _JOB, "spec §11", "the key of the queue's uniqueness policy and of throttling", streams=False),
     Option("singleton_for", "seconds", _duration("singleton_for", positive=True), "singleton_on", _JOB,
-           "spec §11", "at most one job per key in each bucket of this many seconds (throttling)"),
+           "spec §11", "at most one job per key in each bucket of this many seconds (throttling)", streams=False),
     Option("singleton_next_slot", "bool", lambda x: _flag(x, "singleton_next_slot"), "singleton_next_slot", _JOB,
            "spec §11", "a throttled job goes to the next singleton_for bucket instead"),
     Option("debounce", "seconds", _duration("debounce", positive=True), "debounce_ms", _JOB - {SCHEDULE},
            "spec §11", "a later enqueue of the same key while pending replaces the payload and pushes run_at",
-           why_not={SCHEDULE: "each fire runs at its boundary, and debounce sets the run time itself"}),
+           why_not={SCHEDULE: "each fire runs at its boundary, and debounce sets the run time itself"}, streams=False),
     Option("group_key", "key", lambda x: None if x is None else v.key(x, "group_key"), "group_key", _JOB,
            "spec §11", "the group of group limits, group rates and fairness"),
     # -- retries, retention, dead letters (job option or queue default) --------------------------
@@ -202,10 +205,10 @@ _OPTIONS: tuple[Option, ...] = (
            "run only after these jobs are done",
            why_not={SIGNATURE: "a signature's parents are set by its composition",
                     SCHEDULE: "a schedule's fires have no parents",
-                    PUBLISH: "publish writes no dependency edges: enqueue the dependents instead"}),
+                    PUBLISH: "publish writes no dependency edges: enqueue the dependents instead"}, streams=False),
     Option("on_parent_failure", "cancel, run or wait", _parent_policy, "on_parent_failure",
            frozenset({ENQUEUE, MANY, TASK, SIGNATURE}), "spec §11",
-           "what a dependent does when a parent ends dead or cancelled (default cancel)"),
+           "what a dependent does when a parent ends dead or cancelled (default cancel)", streams=False),
     # -- settings of the queue itself (docs/queues.md) -------------------------------------------
     Option("policy", "name", lambda x: _policy("standard" if x is None else x), "policy", frozenset({QUEUE}),
            "spec §11", "the uniqueness policy: standard, short, singleton, stately, exclusive, strict_fifo",

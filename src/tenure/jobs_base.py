@@ -57,12 +57,10 @@ log = logging.getLogger("tenure.jobs")
 STREAM_MIN_JOBS = 64
 
 
-#: An ``enqueue_many`` item with one of these keys may collide with a stored job: it takes the
-#: path that answers the job it collided with.
-_COLLIDING_KEYS = frozenset({"id", "singleton_key", "singleton_for", "debounce",
-                             # not a collision, but written with its edges in one transaction
-                             # (tenure.dependencies), which streaming does not do
-                             "depends_on", "on_parent_failure"})
+#: An ``enqueue_many`` item with one of these keys may collide with a stored job, or is written
+#: with its dependency edges in one transaction (tenure.dependencies), which streaming does not
+#: do: it takes the path that answers the job it collided with (the table's ``streams=False``).
+_COLLIDING_KEYS = frozenset(name for name, o in eo.on(eo.MANY).items() if not o.streams)
 
 
 class NotStreamable(Exception):

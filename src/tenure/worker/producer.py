@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, cast
@@ -33,6 +34,10 @@ log = logging.getLogger("tenure.worker")
 #: closes it itself when the worker stops (closing a SQLite connection from another thread while it
 #: runs a statement is not safe), so ``stop()`` waits at most this long for it.
 WATCH_SLICE = 0.05
+#: How often a worker that is not the waiter tries to become it: the bound on how long the jobs of
+#: a waiter that died (or stepped down, its slots full) go unheard by the others (who also poll
+#: at ``poll_interval``).
+TAKEOVER_S = 0.2
 
 
 def _claim_size(free: int) -> int:
@@ -55,19 +60,63 @@ class Producer(Executor):
 
     # -- dispatcher ------------------------------------------------------------------------------
     def _watch(self, watcher, stop: threading.Event) -> None:
+        """The watch thread: wakes the dispatcher when the watcher hears a change. Of the workers
+        claiming the same kinds from the same queues, only the waiter (:meth:`Watcher.lead`)
+        hears changes; the others claim on their poll, on their own backlog and on local
+        enqueues, and try to become the waiter every :data:`TAKEOVER_S`. A waiter whose slots
+        stay full for :data:`TAKEOVER_S` steps down, so that a worker with room hears the next
+        jobs, and tries again as soon as a slot frees."""
+        key = self._lead_key()
+        leading, next_try, full_since = False, 0.0, None
         try:
             while not stop.is_set():
                 try:
+                    now = time.monotonic()
+                    room = self._has_room()
+                    full_since = None if room else (full_since or now)
+                    if leading and full_since is not None and now - full_since >= TAKEOVER_S:
+                        watcher.follow()  # full for a while: let a worker with room hear the jobs
+                        leading, next_try = False, 0.0  # and wait again as soon as a slot frees
+                    elif room and (leading or now >= next_try):
+                        was, leading = leading, watcher.lead(key)
+                        self._lead_tries += 1
+                        if leading and not was:
+                            self._wake_if_free()  # claim what came while this worker was not waiting
+                        elif not leading:
+                            next_try = now + TAKEOVER_S
+                    self._leading = leading
                     if watcher.wait(WATCH_SLICE) and not stop.is_set():
                         self._wake_if_free()
-                except Exception:  # noqa: BLE001 - the poll is the fallback
-                    if stop.wait(self.poll_interval or 0.5):
+                except Exception:  # the poll is the fallback
+                    log.debug("the watch failed; polling", exc_info=True)
+                    if leading:
+                        try:
+                            watcher.follow()  # never keep the others unwoken while this one cannot wait
+                        except Exception:
+                            log.debug("stepping down failed", exc_info=True)
+                    leading = self._leading = False
+                    if stop.wait(min(self.poll_interval or 0.5, 0.5)):
                         return
         finally:
+            self._leading = False
             try:
                 watcher.close()
             except Exception:
                 log.debug("closing the watcher failed", exc_info=True)
+
+    def _lead_key(self) -> str:
+        """The waiter key: workers share a waiter only when a change that wakes one would have
+        been claimable by each (the same kinds, the same queues)."""
+        queues = "*" if self.queues is None else ",".join(sorted(self.queues))
+        return "tenure.waiter\n" + ",".join(self.kinds) + "\n" + queues
+
+    def _has_room(self) -> bool:
+        """Whether a claim could start now (a free slot, no quarantined attempt, ``max_jobs``
+        not reached); unlocked, so a hint only."""
+        if self.max_jobs is not None and self._stats["claims"] + self._reserved >= self.max_jobs:
+            return False
+        return (self._quarantine is None
+                and self.concurrency - len(self._attempts) - self._reserved + self._credit > 0)
 
     def _dispatch(self, gen: int) -> None:
         with self.store.engine.deadline(self.call_timeout, self._claim_group):

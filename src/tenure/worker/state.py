@@ -59,6 +59,7 @@ class WorkerState:
     _reserved: int  # slots promised to a claim in progress (see Producer._reserve)
     _credit: int  # slots of credited attempts (being settled by a settle-and-claim)
     _backlog: bool  # the last claim came back full: more jobs are likely waiting
+    _leading: bool  # this worker's watcher is the waiter of its kinds and queues (Producer._watch)
     # A job reclaimed from an expired lease (its last worker was lost, maybe BY it) runs alone:
     # while it runs, this worker claims nothing more (docs/guarantees.md, "Liveness").
     _quarantine: Attempt | None
@@ -138,6 +139,8 @@ class WorkerState:
         self._running = False
         self._threads: list[threading.Thread] = []
         self._watch_thread: threading.Thread | None = None
+        self._leading = False
+        self._lead_tries = 0  # calls of Watcher.lead by the watch thread (a test signal)
         self._generation = 0  # bumps at every start(): a cancelled loop can never be revived
 
     # -- counting and outcomes ---------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Wake-ups across processes on PostgreSQL: ``LISTEN tenure_jobs`` (and the cancel channel) on a
-dedicated connection that reconnects by itself."""
+dedicated connection that reconnects by itself; the waiter lock (:meth:`Watcher.lead`) is a
+session advisory lock on that same connection."""
 
 from __future__ import annotations
 
@@ -13,8 +14,14 @@ from typing import Any
 import psycopg
 from psycopg.pq import ConnStatus
 
-from ..base import Watcher
+from ..base import Watcher, lead_digest
 from . import queries as Q
+
+#: The waiter lock of one key: a session advisory lock in the two-int4 key space (tenure's other
+#: advisory locks take one bigint key, a space of its own), so it dies with the connection.
+TRY_LEAD = "SELECT pg_try_advisory_lock(%s::int, %s::int)"
+UNLEAD = "SELECT pg_advisory_unlock(%s::int, %s::int)"
+UNLISTEN = "UNLISTEN tenure_jobs"
 
 
 class PostgresWatcher(Watcher):
@@ -46,6 +53,9 @@ class PostgresWatcher(Watcher):
         self._next_attempt = 0.0
         #: How many times the watcher re-established its LISTEN connection (a test signal).
         self.reconnects = 0
+        self._listen = True  # LISTEN on (re)connect: False while another watcher is the waiter
+        self._lead_conn: psycopg.Connection | None = None  # the connection holding the waiter lock
+        self._lead_keys: tuple[int, int] | None = None
         self._rfd, self._wfd = os.pipe()
         os.set_blocking(self._rfd, False)
         os.set_blocking(self._wfd, False)
@@ -61,7 +71,10 @@ class PostgresWatcher(Watcher):
             if self._schema is None:
                 # A SELECT without FROM answers exactly one row.
                 self._schema = conn.execute(Q.CURRENT_SCHEMA).fetchone()[0]  # type: ignore[index]
-            conn.execute(Q.LISTEN if self._channel == Q.CHANNEL else f"LISTEN {self._channel}")
+            if self._channel != Q.CHANNEL:
+                conn.execute(f"LISTEN {self._channel}")
+            elif self._listen:
+                conn.execute(Q.LISTEN)
         except BaseException:
             conn.close()
             raise
@@ -76,6 +89,7 @@ class PostgresWatcher(Watcher):
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
+        self._lead_conn = None  # the server drops the waiter lock with the session
         if conn is not None:
             try:
                 conn.close()
@@ -144,6 +158,44 @@ class PostgresWatcher(Watcher):
                         self._drop()  # lost: reconnect on the next turn
                         continue
             return False
+
+    def lead(self, key: str) -> bool:
+        with self._lock:
+            conn = self._conn
+            if self._closed or conn is None or conn.closed or conn.pgconn.status != ConnStatus.OK:
+                self._listen = False  # reconnect without LISTEN: ``wait`` answers True once back
+                return False
+            if self._lead_conn is conn:
+                return True
+            digest = lead_digest(f"{self._schema}\n{key}")
+            keys = (int.from_bytes(digest[:4], "big", signed=True), int.from_bytes(digest[4:], "big", signed=True))
+            try:
+                got = bool(conn.execute(TRY_LEAD, keys).fetchone()[0])  # type: ignore[index]
+                if got:
+                    self._lead_conn, self._lead_keys = conn, keys
+                if got != self._listen:  # the waiter hears every change; the others nothing
+                    conn.execute(Q.LISTEN if got else UNLISTEN)
+                    self._listen = got
+            except psycopg.Error:
+                self._drop()  # reconnects on the next wait
+                return False
+            return got
+
+    def follow(self) -> None:
+        with self._lock:
+            conn = self._conn
+            if conn is None or conn.closed:
+                self._listen = False
+                return
+            try:
+                if self._lead_conn is conn and self._lead_keys is not None:
+                    conn.execute(UNLEAD, self._lead_keys)
+                if self._listen:
+                    conn.execute(UNLISTEN)
+            except psycopg.Error:
+                self._drop()
+            self._lead_conn = None
+            self._listen = False
 
     def close(self) -> None:
         if self._closed:

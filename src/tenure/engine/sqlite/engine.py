@@ -17,6 +17,11 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+try:
+    import fcntl
+except ImportError:  # not on Windows: every watcher waits, as before waiters
+    fcntl = None  # type: ignore[assignment]
+
 from ... import durations
 from ...errors import (
     InvalidArgument,
@@ -33,7 +38,7 @@ from ...errors import (
     StoreUnavailable,
     TenureError,
 )
-from ..base import Engine, Watcher
+from ..base import Engine, Watcher, lead_digest
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
 from . import queries as Q
 from .session import SQLiteSession, _wall_ms
@@ -41,7 +46,11 @@ from .session import SQLiteSession, _wall_ms
 
 class SQLiteWatcher(Watcher):
     """Polls ``PRAGMA data_version`` on a private connection: it changes when ANY other
-    connection (another process, or this process's shared one) commits. Cheap: no table read."""
+    connection (another process, or this process's shared one) commits. Cheap: no table read.
+
+    The waiter lock (:meth:`Watcher.lead`) is an ``flock`` on a small file beside the database
+    (``<file>-waiter-<hex of the key>``): the kernel drops it when its holder's process dies,
+    however it dies. A watcher that is not the waiter does not poll at all."""
 
     def __init__(self, path: str, uri: bool, interval: float) -> None:
         self._lock = threading.Lock()  # close() never races a PRAGMA on another thread (segfault)
@@ -49,6 +58,11 @@ class SQLiteWatcher(Watcher):
         self._interval = interval
         self._closed = threading.Event()
         self._last = self._version()
+        self._path = None if uri else path  # a URI (read-only form) takes no part in leading
+        self._lead_fd: int | None = None  # the open waiter file of the key last asked for
+        self._lead_name = ""
+        self._leading = False
+        self._following = False
 
     def _version(self) -> int:
         with self._lock:
@@ -57,6 +71,9 @@ class SQLiteWatcher(Watcher):
             return self._conn.execute("PRAGMA data_version").fetchone()[0]
 
     def wait(self, timeout: float) -> bool:
+        if self._following:  # another watcher waits for this key: nothing to poll
+            self._closed.wait(max(timeout, 0.0))
+            return False
         deadline = time.monotonic() + timeout
         while not self._closed.is_set():
             try:
@@ -73,9 +90,55 @@ class SQLiteWatcher(Watcher):
                 return False
         return False
 
+    def lead(self, key: str) -> bool:
+        if self._leading:
+            return True
+        if self._path is None or fcntl is None:
+            return True  # no lock to take: wait as every watcher did
+        with self._lock:
+            if self._closed.is_set():
+                return False
+            name = f"{self._path}-waiter-{lead_digest(key).hex()}"
+            if name != self._lead_name:
+                self._close_lead_file()
+                try:
+                    self._lead_fd = os.open(name, os.O_RDWR | os.O_CREAT, 0o666)
+                except OSError:
+                    self._following = False
+                    return True  # no file beside the database (a read-only directory): wait
+                self._lead_name = name
+            try:
+                fcntl.flock(self._lead_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[arg-type]
+            except OSError:
+                self._following = True  # held by another watcher
+                return False
+            self._leading, self._following = True, False
+            return True
+
+    def follow(self) -> None:
+        with self._lock:
+            if self._leading and self._lead_fd is not None:
+                try:
+                    fcntl.flock(self._lead_fd, fcntl.LOCK_UN)
+                except OSError:
+                    pass
+            self._leading = False
+            self._following = self._lead_fd is not None
+
+    def _close_lead_file(self) -> None:
+        """Close the waiter file (which drops its lock, if held); called holding ``_lock``."""
+        fd, self._lead_fd, self._lead_name = self._lead_fd, None, ""
+        self._leading = False
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def close(self) -> None:
         self._closed.set()
         with self._lock:
+            self._close_lead_file()
             try:
                 self._conn.close()
             except sqlite3.Error:

@@ -1,0 +1,160 @@
+"""Wake one worker, not all: of the workers of one store that claim the same kinds from the same
+queues, only the waiter hears a job enqueued elsewhere; the others claim on their own poll. The
+waiter's lock dies with its process (kill -9), and a waiter whose slots stay full steps down:
+either way another worker takes over within a bounded time. Both engines, real processes.
+
+Every worker here polls once an hour, so a job that reaches one of them within the test's
+timeouts was heard through the waiter, never through a poll."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import tenure
+
+from ._wk import wait_for
+
+HOUR = 3600.0
+
+CHILD = textwrap.dedent("""
+    import sys, threading, time
+    import tenure
+
+    store = tenure.connect(sys.argv[1])
+    worker = store.jobs.create_worker({"noop": lambda payload, ctx: None}, poll_interval=3600.0)
+    worker.start()
+    deadline = time.monotonic() + 60
+    while not worker._leading and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print("leading" if worker._leading else "not leading", flush=True)
+    threading.Event().wait()
+""")
+
+
+def _worker(store, ran: list, name: str, handler=None, **kw):
+    def noop(payload, ctx):
+        ran.append((name, ctx.job.id))
+
+    return store.jobs.create_worker({"noop": handler or noop}, poll_interval=HOUR, **kw)
+
+
+def _pair(engine_url):
+    return tenure.connect(engine_url), tenure.connect(engine_url), tenure.connect(engine_url)
+
+
+def test_a_job_enqueued_elsewhere_wakes_the_waiter_only(engine_url):
+    a, b, producer = _pair(engine_url)
+    ran: list = []
+    # Room to spare: a waiter whose slots stay full would hand over (the last test), by design.
+    wa, wb = _worker(a, ran, "a", concurrency=8), _worker(b, ran, "b", concurrency=8)
+    try:
+        wa.start()
+        wb.start()
+        # Each watch thread has asked to wait once (the one refused stops listening then).
+        wait_for(lambda: wa._lead_tries and wb._lead_tries, what="both workers' first lead")
+        waiter = wait_for(lambda: (wa if wa._leading else wb if wb._leading else None), what="a waiter")
+        other = wb if waiter is wa else wa
+        assert waiter.events.wait("idle", 1, timeout=10) and other.events.wait("idle", 1, timeout=10)
+        turns_before, wakes_before = other.events.count("turns"), other.stats()["wakes"]
+        for _ in range(5):
+            job = producer.jobs.enqueue("noop")
+            wait_for(lambda job=job: producer.jobs.get(job).state == "done", what="the job done")
+        assert {name for name, _ in ran} == {"a" if waiter is wa else "b"}, (
+            ran, waiter.stats(), other.stats(), waiter._lead_tries, other._lead_tries)
+        # The other worker never claimed: no wake reached it, so it made no turn at all.
+        assert other.events.count("turns") == turns_before
+        assert other.stats()["wakes"] == wakes_before and not other._leading
+    finally:
+        for w in (wa, wb):
+            w.stop(grace=2)
+        for s in (a, b, producer):
+            s.close()
+
+
+def test_workers_of_other_kinds_each_hear_their_jobs(engine_url):
+    """The waiter is per kinds and queues: a worker of other kinds is never left unwoken."""
+    a, b, producer = _pair(engine_url)
+    ran: list = []
+    wa = _worker(a, ran, "a", concurrency=8)
+    wb = b.jobs.create_worker({"other": lambda payload, ctx: ran.append(("b", ctx.job.id))}, poll_interval=HOUR)
+    try:
+        wa.start()
+        wb.start()
+        wait_for(lambda: wa._leading and wb._leading, what="both workers waiting (two keys)")
+        j1, j2 = producer.jobs.enqueue("noop"), producer.jobs.enqueue("other")
+        wait_for(lambda: len(ran) == 2, what="both jobs run")
+        assert sorted(ran) == sorted([("a", j1), ("b", j2)])
+    finally:
+        for w in (wa, wb):
+            w.stop(grace=2)
+        for s in (a, b, producer):
+            s.close()
+
+
+def test_a_waiter_killed_hard_is_replaced(engine_url, tmp_path):
+    (tmp_path / "waiter_child.py").write_text(CHILD)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    child = subprocess.Popen([sys.executable, str(tmp_path / "waiter_child.py"), engine_url],
+                             stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    b, producer = tenure.connect(engine_url), tenure.connect(engine_url)
+    ran: list = []
+    wb = _worker(b, ran, "b")
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "leading"
+        wb.start()
+        assert wb.events.wait("idle", 1, timeout=10)
+        wait_for(lambda: wb._lead_tries, what="b's first lead")
+        assert not wb._leading  # the child waits
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+        job = producer.jobs.enqueue("noop")
+        # Heard by b once it took the waiter lock over (it polls once an hour).
+        wait_for(lambda: ("b", job) in ran, timeout=30, what="the job run by the surviving worker")
+        assert wb._leading
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        wb.stop(grace=2)
+        b.close()
+        producer.close()
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_waiter_with_full_slots_steps_down(engine_url, concurrency):
+    a, b, producer = _pair(engine_url)
+    ran: list = []
+    release = threading.Event()
+
+    def blocking(payload, ctx):
+        ran.append(("a", ctx.job.id))
+        release.wait(30)
+
+    wa = _worker(a, ran, "a", handler=blocking, concurrency=concurrency)
+    wb = _worker(b, ran, "b")
+    try:
+        wa.start()
+        wait_for(lambda: wa._leading, what="a waiting")
+        wb.start()
+        assert wb.events.wait("idle", 1, timeout=10)
+        wait_for(lambda: wb._lead_tries, what="b's first lead (refused: a waits)")
+        for _ in range(concurrency):  # a's slots fill up
+            producer.jobs.enqueue("noop")
+        wait_for(lambda: len(ran) == concurrency, what="a's slots full")
+        # a steps down; b, with room, takes the waiter lock and hears the next job.
+        wait_for(lambda: wb._leading, timeout=30, what="b waiting in a's place")
+        job = producer.jobs.enqueue("noop")
+        wait_for(lambda: ("b", job) in ran, timeout=30, what="the next job run by b")
+    finally:
+        release.set()
+        for w in (wa, wb):
+            w.stop(grace=2)
+        for s in (a, b, producer):
+            s.close()

@@ -2,7 +2,7 @@
 other Python job queues, measured on this machine in the same run.
 
     python -m bench.peers [--jobs 20000] [--repeat 3] [--peers tenure,pgqueuer,huey,procrastinate]
-                          [--json PATH]
+                          [--measure drain,enqueue1,latency] [--json PATH]
 
 Every system is measured the same way. Its store is made afresh and N no-op jobs are queued
 (untimed; PostgreSQL tables are then ANALYZEd, as autovacuum would have by the time a real queue
@@ -18,6 +18,10 @@ distinct jobs (for tenure: :func:`bench.targets.verify_store`, every row claimed
 The worker process's CPU time (all threads, from ``/proc``) over the timed span is reported too;
 the database server's is not. Repetitions run round-robin over the systems; the median is
 reported.
+
+Beside each drain, every system's one-by-one enqueue and its enqueue-to-start latency across
+processes are measured the same way for all (``--measure``; see ``bench/peers_calls.py``), and
+tenure's ratios to pgqueuer are printed for those targets too.
 
 The systems (their settings are in the table and the JSON):
 
@@ -53,9 +57,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+import tenure
 from tenure.cli.worker import default_concurrency
 
 from . import machine
+from .peers_calls import measure_enqueue_one, measure_latency, summarize_calls
 from .scenarios import Prepared
 from .targets import PostgresTarget, SQLiteTarget, Target, verify_store
 
@@ -78,6 +84,9 @@ PINS = (
     "psycopg-pool==3.3.3",
 )
 ALL_PEERS = ("tenure", "pgqueuer", "huey", "procrastinate")
+#: What is measured of each system: its drain (above), its one-by-one enqueue and its latency
+#: (bench/peers_calls.py).
+MEASURES = ("drain", "enqueue1", "latency")
 #: tenure's drains run at ``tenure worker``'s default concurrency for each engine (None) unless
 #: --tenure-concurrency says otherwise (then a run at the defaults is added on PostgreSQL, for the
 #: target).
@@ -210,6 +219,25 @@ class System:
     def verify(self, n: int, report: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
+    #: Measured one by one and for latency too (bench/peers_calls.py).
+    calls = True
+
+    def prepare_empty(self) -> None:
+        """A fresh store with no job (for bench/peers_calls.py)."""
+        self.prepare(0)
+
+    def calls_argv(self, cmd: str, *args: str) -> tuple[list[str], dict[str, str] | None]:
+        """The process (argv, environment) of a ``peers_calls`` command on the prepared store."""
+        raise NotImplementedError
+
+    def lwork_args(self) -> tuple[str, ...]:
+        """The latency worker's settings: the drain's."""
+        raise NotImplementedError
+
+    def queued(self) -> int:
+        """Jobs waiting in the system's own store right now."""
+        raise NotImplementedError
+
     def discard(self) -> None:
         """Close the poll connection and drop the store."""
 
@@ -238,6 +266,7 @@ class Tenure(System):
         self.cli_defaults = concurrency == default_concurrency(target.engine)
         self.defaults = defaults
         self.prepared = Prepared(target, analyze=True)
+        self.calls = not durable and not defaults
         self.url = ""
         self.ids: list[str] = []
         self.poll: Any = None
@@ -275,6 +304,22 @@ class Tenure(System):
 
     def done(self) -> int:
         return int(self.poll.execute("SELECT count(*) FROM tenure_jobs WHERE state = 'done'").fetchone()[0])
+
+    def prepare_empty(self) -> None:
+        open(self.out, "w").close()
+        self.url, self.ids = self.target.fresh_url("peers-calls"), []
+        with tenure.connect(self.url) as st:
+            st.jobs.counts()  # the schema is made (migrated) before the clock starts
+        self.poll = self.target.raw(self.url)
+
+    def calls_argv(self, cmd: str, *args: str) -> tuple[list[str], dict[str, str] | None]:
+        return [sys.executable, "-m", "bench.peer_tenure", cmd, self.url, *args], None
+
+    def lwork_args(self) -> tuple[str, ...]:
+        return (str(self.concurrency),)
+
+    def queued(self) -> int:
+        return int(self.poll.execute("SELECT count(*) FROM tenure_jobs WHERE state = 'pending'").fetchone()[0])
 
     def report(self, stdout: str) -> dict[str, Any]:
         with open(self.out) as f:
@@ -368,6 +413,16 @@ class PgQueuer(_PgPeer):
         return int(self.poll.execute(f"SELECT count(*) FROM {self.schema}.pgqueuer_log "
                                      "WHERE status = 'successful'").fetchone()[0])
 
+    def calls_argv(self, cmd: str, *args: str) -> tuple[list[str], dict[str, str] | None]:
+        return self.driver_argv(cmd, self.pg_url, *args), self.env()
+
+    def lwork_args(self) -> tuple[str, ...]:
+        return (str(self.batch_size), str(self.pool_size))
+
+    def queued(self) -> int:
+        return int(self.poll.execute(f"SELECT count(*) FROM {self.schema}.pgqueuer "
+                                     "WHERE status = 'queued'").fetchone()[0])
+
     def verify(self, n: int, report: dict[str, Any]) -> dict[str, Any]:
         ver = new_verification()
         ok_rows, ok_ids = self.poll.execute(
@@ -412,6 +467,16 @@ class Procrastinate(_PgPeer):
     def done(self) -> int:
         return int(self.poll.execute(f"SELECT count(*) FROM {self.schema}.procrastinate_jobs "
                                      "WHERE status = 'succeeded'").fetchone()[0])
+
+    def calls_argv(self, cmd: str, *args: str) -> tuple[list[str], dict[str, str] | None]:
+        return self.driver_argv(cmd, self.conninfo, *args), None
+
+    def lwork_args(self) -> tuple[str, ...]:
+        return (str(self.concurrency), str(self.pool_size))
+
+    def queued(self) -> int:
+        return int(self.poll.execute(f"SELECT count(*) FROM {self.schema}.procrastinate_jobs "
+                                     "WHERE status = 'todo'").fetchone()[0])
 
     def verify(self, n: int, report: dict[str, Any]) -> dict[str, Any]:
         ver = new_verification()
@@ -462,6 +527,16 @@ class Huey(System):
     def done(self) -> int:
         assert self.poll is not None
         return int(self.poll.execute("SELECT count(*) FROM kv").fetchone()[0])
+
+    def calls_argv(self, cmd: str, *args: str) -> tuple[list[str], dict[str, str] | None]:
+        return [self.python, os.path.join(DRIVERS, self.driver), cmd, self.path, *args], None
+
+    def lwork_args(self) -> tuple[str, ...]:
+        return (str(self.workers),)
+
+    def queued(self) -> int:
+        assert self.poll is not None
+        return int(self.poll.execute("SELECT count(*) FROM task").fetchone()[0])
 
     def verify(self, n: int, report: dict[str, Any]) -> dict[str, Any]:
         assert self.poll is not None
@@ -552,24 +627,27 @@ def measure(system: System, n: int) -> dict[str, Any]:
     return out
 
 
-def summarize(system: System, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(system: System, runs: list[dict[str, Any]], calls: dict[str, Any] | None = None) -> dict[str, Any]:
     rates = [r["jobs_per_s"] for r in runs]
-    median = statistics.median(rates)
+    median = statistics.median(rates) if rates else None
+    calls = calls or summarize_calls([], [])
     cpus = [r["worker_cpu_us_per_job"] for r in runs if r["worker_cpu_us_per_job"] is not None]
     failures = [f for r in runs for f in r["verified"]["failures"]]
     bulk = [r["fill"]["enqueued"] / r["fill"]["enqueue_seconds"] for r in runs
             if (r.get("fill") or {}).get("enqueue_seconds")]
     return {
         "system": system.label, "engine": system.engine, "settings": system.settings(),
-        "jobs_per_s": round(median, 1), "jobs_per_s_all": rates,
+        "jobs_per_s": None if median is None else round(median, 1), "jobs_per_s_all": rates,
         "bulk_enqueue_rows_per_s": round(statistics.median(bulk), 1) if bulk else None,
         "cli_defaults": getattr(system, "cli_defaults", False),
         "bulk_enqueue_rows_per_s_all": [round(b, 1) for b in bulk],
         "seconds_all": [r["seconds"] for r in runs],
         "worker_cpu_us_per_job": round(statistics.median(cpus), 1) if cpus else None,
-        "verified": {"ok": not failures and bool(runs), "done_per_run": [r["verified"].get("done") for r in runs],
-                     "failures": failures},
+        "verified": {"ok": not failures and not calls["calls_failures"] and (bool(runs) or bool(calls.get("measured"))),
+                     "done_per_run": [r["verified"].get("done") for r in runs],
+                     "failures": failures + calls["calls_failures"]},
         "runs": runs,
+        **{k: v for k, v in calls.items() if k != "calls_failures"},
     }
 
 
@@ -578,19 +656,26 @@ def summarize(system: System, runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def render(out: dict[str, Any]) -> str:
     n = out["config"]["jobs"]
-    head = ("system", "engine", "jobs/s", "runs (jobs/s)", "CPU us/job", "bulk enqueue rows/s", "verified",
-            "settings")
+    head = ("system", "engine", "jobs/s", "runs (jobs/s)", "CPU us/job", "bulk enqueue rows/s", "1-by-1 enq/s",
+            "CPU us/enq", "latency p50/p99 ms", "verified", "settings")
     rows = [head]
+
+    def num(x: Any, fmt: str = "{:,.0f}") -> str:
+        return "-" if x is None else fmt.format(x)
+
     for r in out["results"]:
         done = r["verified"]["done_per_run"]
         ok = "ok" if r["verified"]["ok"] else "FAILED"
-        rows.append((r["system"], r["engine"], f"{r['jobs_per_s']:,.0f}",
-                     " ".join(f"{x:,.0f}" for x in r["jobs_per_s_all"]),
-                     "-" if r["worker_cpu_us_per_job"] is None else f"{r['worker_cpu_us_per_job']:,.0f}",
-                     "-" if not r.get("bulk_enqueue_rows_per_s") else f"{r['bulk_enqueue_rows_per_s']:,.0f}",
-                     f"{min(done, default=0) if None not in done else '?'}/{n} {ok}", r["settings"]))
+        lat = ("-" if r.get("latency_p50_ms") is None
+               else f"{r['latency_p50_ms']:.2f} / {r['latency_p99_ms']:.2f}")
+        drained = f"{min(done, default=0) if None not in done else '?'}/{n}" if done else "-"
+        rows.append((r["system"], r["engine"], num(r["jobs_per_s"]),
+                     " ".join(f"{x:,.0f}" for x in r["jobs_per_s_all"]) or "-",
+                     num(r["worker_cpu_us_per_job"]), num(r.get("bulk_enqueue_rows_per_s") or None),
+                     num(r.get("enqueue_one_per_s")), num(r.get("enqueue_one_cpu_us")), lat,
+                     f"{drained} {ok}", r["settings"]))
     for name, err in out.get("errors", {}).items():
-        rows.append((name, "-", "-", "-", "-", "-", "ERROR", err[:200]))
+        rows.append((name, "-", "-", "-", "-", "-", "-", "-", "-", "ERROR", err[:200]))
     rows_text = _table(rows, head)
     return rows_text + "\n" + "\n".join(ratio_lines(out))
 
@@ -601,6 +686,7 @@ RATIO_TARGETS = (
     ("drain, tenure worker's default settings", "tenure (defaults)", "jobs_per_s", 1.5),
     ("drain, best settings", "tenure", "jobs_per_s", 1.5),
     ("bulk enqueue", "tenure", "bulk_enqueue_rows_per_s", 2.0),
+    ("enqueue one by one", "tenure", "enqueue_one_per_s", 1.2),
 )
 
 
@@ -624,6 +710,15 @@ def ratio_lines(out: dict[str, Any]) -> list[str]:
         verdict = "met" if ratio >= want else "NOT MET"
         lines.append(f"  [{verdict}] {what} ({row['system']}): {mine:,.0f} / {theirs:,.0f} = {ratio:.2f}x "
                      f"(target >= {want}x)")
+    mine, theirs = (pg.get("tenure") or {}), base
+    if mine.get("latency_p50_ms") is not None and theirs.get("latency_p50_ms") is not None:
+        p50, p99, their50 = mine["latency_p50_ms"], mine["latency_p99_ms"], theirs["latency_p50_ms"]
+        lines.append(f"  [{'met' if p50 < their50 else 'NOT MET'}] latency p50 below pgqueuer's: "
+                     f"{p50:.2f} vs {their50:.2f} ms")
+        lines.append(f"  [{'met' if p99 <= 2 * p50 else 'NOT MET'}] latency p99 <= 2x p50 (tenure): "
+                     f"{p99:.2f} / {p50:.2f} = {p99 / p50:.2f}x")
+    else:
+        lines.append("  [not measured] latency p50 below pgqueuer's, p99 <= 2x p50")
     return lines
 
 
@@ -631,7 +726,7 @@ def _table(rows: list[tuple], head: tuple) -> str:
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(head) - 1)]
     lines = []
     for i, row in enumerate(rows):
-        cells = [str(c).rjust(w) if 2 <= j <= 5 else str(c).ljust(w) for j, (c, w) in enumerate(zip(row, widths, strict=False))]
+        cells = [str(c).rjust(w) if 2 <= j <= 8 else str(c).ljust(w) for j, (c, w) in enumerate(zip(row, widths, strict=False))]
         lines.append("  ".join([*cells, str(row[-1])]))
         if i == 0:
             lines.append("  ".join(["-" * w for w in widths] + ["-" * 8]))
@@ -655,6 +750,10 @@ class Options:
     huey_workers: int = 8
     procrastinate_concurrency: int = 64
     procrastinate_pool: int = 10
+    measure: list[str] = field(default_factory=lambda: list(MEASURES))
+    enqueue_jobs: int = 2_000
+    latency_jobs: int = 200
+    latency_gap_ms: float = 20.0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -678,6 +777,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--huey-workers", type=int, default=d.huey_workers, help="consumer thread workers")
     p.add_argument("--procrastinate-concurrency", type=int, default=d.procrastinate_concurrency)
     p.add_argument("--procrastinate-pool", type=int, default=d.procrastinate_pool, help="psycopg pool size")
+    p.add_argument("--measure", default=",".join(MEASURES),
+                   help=f"comma-separated subset of {','.join(MEASURES)} (default all)")
+    p.add_argument("--enqueue-jobs", type=int, default=d.enqueue_jobs,
+                   help=f"jobs enqueued one call each per run ({d.enqueue_jobs})")
+    p.add_argument("--latency-jobs", type=int, default=d.latency_jobs,
+                   help=f"latency samples per run ({d.latency_jobs})")
+    p.add_argument("--latency-gap-ms", type=float, default=d.latency_gap_ms,
+                   help=f"ms between the latency run's enqueues, every system alike ({d.latency_gap_ms})")
     return p
 
 
@@ -691,6 +798,11 @@ def options_from(args: argparse.Namespace) -> Options:
         raise SystemExit(f"--engines takes sqlite, postgres or both, got {args.engines!r}")
     if args.jobs < 1 or args.repeat < 1:
         raise SystemExit("--jobs and --repeat must be at least 1")
+    measure = [x.strip() for x in args.measure.split(",") if x.strip()]
+    if not measure or any(m not in MEASURES for m in measure):
+        raise SystemExit(f"--measure takes a subset of {','.join(MEASURES)}, got {args.measure!r}")
+    if args.enqueue_jobs < 2 or args.latency_jobs < 1 or args.latency_gap_ms < 0:
+        raise SystemExit("--enqueue-jobs must be at least 2, --latency-jobs at least 1, --latency-gap-ms >= 0")
     dbname = urlsplit(args.pg_url).path.lstrip("/")
     if not dbname or dbname in FORBIDDEN_DATABASES:
         raise SystemExit(f"refusing to use database {dbname!r}: use one of this bench's own, e.g. {DEFAULT_PG_URL}")
@@ -698,7 +810,8 @@ def options_from(args: argparse.Namespace) -> Options:
                    venv=os.path.abspath(args.venv), tenure_concurrency=args.tenure_concurrency,
                    pgqueuer_batch_size=args.pgqueuer_batch_size, pgqueuer_pool=args.pgqueuer_pool,
                    huey_workers=args.huey_workers, procrastinate_concurrency=args.procrastinate_concurrency,
-                   procrastinate_pool=args.procrastinate_pool)
+                   procrastinate_pool=args.procrastinate_pool, measure=measure, enqueue_jobs=args.enqueue_jobs,
+                   latency_jobs=args.latency_jobs, latency_gap_ms=args.latency_gap_ms)
 
 
 def build_systems(opt: Options, workdir: str) -> tuple[list[System], list[Target]]:
@@ -755,12 +868,16 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine.describe(),
         "command": "python -m bench.peers " + " ".join(sys.argv[1:] if argv is None else argv),
         "config": {"jobs": opt.jobs, "repeat": opt.repeat, "peers": opt.peers, "pins": list(PINS),
+                   "measure": opt.measure, "enqueue_jobs": opt.enqueue_jobs, "latency_jobs": opt.latency_jobs,
+                   "latency_gap_ms": opt.latency_gap_ms,
                    "pg_url": opt.pg_url, "poll_s": [POLL_MIN_S, POLL_MAX_S]},
         "results": [], "errors": {}}
     t_start = time.perf_counter()
     workdir = tempfile.mkdtemp(prefix="tenure-peers-")
     systems, targets = build_systems(opt, workdir)
     runs: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(systems))}
+    calls_e: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(systems))}
+    calls_l: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(systems))}
     try:
         for rep in range(opt.repeat):  # round-robin: slow drift on the host hits every system alike
             # ... and each round starts one system later, so none always runs right after another's
@@ -771,15 +888,27 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 log(f"[{rep + 1}/{opt.repeat}] {system.label} on {system.engine} ...")
                 try:
-                    r = measure(system, opt.jobs)
+                    if "drain" in opt.measure:
+                        r = measure(system, opt.jobs)
+                        runs[i].append(r)
+                        log(f"    {r['jobs_per_s']:,.0f} jobs/s ({r['seconds']} s), "
+                            f"{'verified' if r['verified']['ok'] else 'VERIFICATION FAILED: ' + str(r['verified']['failures'])}")
+                    if system.calls and "enqueue1" in opt.measure:
+                        e = measure_enqueue_one(system, opt.enqueue_jobs, ROOT)
+                        calls_e[i].append(e)
+                        log(f"    one by one: {e['jobs_per_s']:,.0f} enqueues/s, {e['cpu_us_per_enqueue']:,.0f} us CPU "
+                            f"each, {'verified' if e['verified']['ok'] else e['verified']['failures']}")
+                    if system.calls and "latency" in opt.measure:
+                        la = measure_latency(system, opt.latency_jobs, opt.latency_gap_ms, ROOT)
+                        calls_l[i].append(la)
+                        log(f"    latency: p50 {la['p50_ms']} / p99 {la['p99_ms']} ms, "
+                            f"{'verified' if la['verified']['ok'] else la['verified']['failures']}")
                 except Exception as exc:  # noqa: BLE001 - reported, and the other systems go on
                     out["errors"][system.label + "/" + system.engine] = f"{type(exc).__name__}: {exc}"
                     log(f"    failed: {type(exc).__name__}: {exc!s:.2000}")
                     continue
-                runs[i].append(r)
-                log(f"    {r['jobs_per_s']:,.0f} jobs/s ({r['seconds']} s), "
-                    f"{'verified' if r['verified']['ok'] else 'VERIFICATION FAILED: ' + str(r['verified']['failures'])}")
-        out["results"] = [summarize(s, runs[i]) for i, s in enumerate(systems) if runs[i]]
+        out["results"] = [summarize(s, runs[i], summarize_calls(calls_e[i], calls_l[i]))
+                          for i, s in enumerate(systems) if runs[i] or calls_e[i] or calls_l[i]]
         out["versions"] = versions(systems, targets)
     finally:
         for s in systems:

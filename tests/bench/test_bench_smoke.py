@@ -95,7 +95,8 @@ def test_peers_harness_runs_tenure_on_sqlite_and_verifies_in_the_store(tmp_path:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     proc = subprocess.run(
         [sys.executable, "-m", "bench.peers", "--peers", "tenure", "--engines", "sqlite", "--jobs", "300",
-         "--repeat", "2", "--json", str(out), "--venv", str(tmp_path / "no-venv")],
+         "--repeat", "2", "--json", str(out), "--venv", str(tmp_path / "no-venv"),
+         "--enqueue-jobs", "100", "--latency-jobs", "10", "--latency-gap-ms", "5"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=110)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert not (tmp_path / "no-venv").exists()  # tenure alone never builds the peers' virtualenv
@@ -110,3 +111,8 @@ def test_peers_harness_runs_tenure_on_sqlite_and_verifies_in_the_store(tmp_path:
             assert run["verified"]["checks"]["handler_distinct_ids"] == 300
             assert run["jobs_per_s"] > 0
     assert report["verified"] is True
+    # One by one and latency: measured for tenure at its drain settings, verified in the store.
+    plain, durable = report["results"]
+    assert plain["enqueue_one_per_s"] > 0 and len(plain["enqueue_one_all"]) == 2
+    assert 0 < plain["latency_p50_ms"] <= plain["latency_p99_ms"] and len(plain["latency_all"]) == 2
+    assert durable["enqueue_one_per_s"] is None and durable["latency_p50_ms"] is None

@@ -110,3 +110,20 @@ def test_peers_ratio_lines_judge_each_target_against_pgqueuer() -> None:
     assert lines[1].startswith("  [not measured] drain, tenure worker's default settings")
     assert lines[3].startswith("  [NOT MET] bulk enqueue (tenure): 70,000 / 40,000 = 1.75x")
     assert ratio_lines({"results": [result("tenure", 1, 1)]}) == []  # no pgqueuer in the run
+
+
+def test_peers_ratio_lines_judge_one_by_one_and_latency() -> None:
+    from bench.peers import ratio_lines
+
+    def result(system: str, enq: float, p50: float, p99: float) -> dict:
+        return {"system": system, "engine": "postgres", "jobs_per_s": None, "bulk_enqueue_rows_per_s": None,
+                "enqueue_one_per_s": enq, "latency_p50_ms": p50, "latency_p99_ms": p99}
+
+    lines = ratio_lines({"results": [result("tenure", 1_300, 2.0, 3.9), result("pgqueuer", 1_000, 2.5, 3.0)]})
+    assert "  [met] enqueue one by one (tenure): 1,300 / 1,000 = 1.30x (target >= 1.2x)" in lines
+    assert "  [met] latency p50 below pgqueuer's: 2.00 vs 2.50 ms" in lines
+    assert "  [met] latency p99 <= 2x p50 (tenure): 3.90 / 2.00 = 1.95x" in lines
+    lines = ratio_lines({"results": [result("tenure", 1_100, 2.6, 5.3), result("pgqueuer", 1_000, 2.5, 3.0)]})
+    assert "  [NOT MET] enqueue one by one (tenure): 1,100 / 1,000 = 1.10x (target >= 1.2x)" in lines
+    assert "  [NOT MET] latency p50 below pgqueuer's: 2.60 vs 2.50 ms" in lines
+    assert "  [NOT MET] latency p99 <= 2x p50 (tenure): 5.30 / 2.60 = 2.04x" in lines

@@ -13,7 +13,6 @@ as text), so the semantics layer never sees a driver type nor reads a column by 
 from __future__ import annotations
 
 import abc
-import hashlib
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -490,13 +489,7 @@ class Session(abc.ABC):
 
 
 class Watcher(abc.ABC):
-    """Cross-process wake-up: blocks until the jobs table may have new eligible work.
-
-    Of the watchers sharing one ``lead`` key (the workers of one store that claim the same kinds
-    from the same queues), one is the *waiter*: it holds the key's lock and is woken by every
-    change; the others hold nothing and are not woken (their worker polls), so a job wakes one
-    worker, not all (docs/performance.md, "Wake one worker"). The lock dies with its holder's
-    process or connection, so another watcher takes it on its next ``lead``."""
+    """Cross-process wake-up: blocks until the jobs table may have new eligible work."""
 
     @abc.abstractmethod
     def wait(self, timeout: float) -> bool:
@@ -504,23 +497,6 @@ class Watcher(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
-
-    def lead(self, key: str) -> bool:
-        """Become, or stay, the waiter for ``key`` if no other watcher is; True while this one is
-        (then ``wait`` hears every change). False: another is, and ``wait`` hears nothing until a
-        later ``lead`` succeeds. A watcher that cannot take part answers True (it waits, as every
-        watcher did before waiters). Cheap while held: no database call."""
-        return True
-
-    def follow(self) -> None:
-        """Give up the waiter role (if held) so that another watcher can take it; ``wait`` hears
-        nothing until a later ``lead`` succeeds."""
-        return None  # a watcher that never leads has nothing to give up
-
-
-def lead_digest(key: str) -> bytes:
-    """Eight bytes naming a waiter key (:meth:`Watcher.lead`), the same in every process."""
-    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 class Engine(abc.ABC):

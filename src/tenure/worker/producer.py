@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, cast
 
+from ..engine.waiter import LeadingWatcher
 from ..errors import (
     OperationWithdrawn,
     StoreClosed,
@@ -61,13 +62,17 @@ class Producer(Executor):
     # -- dispatcher ------------------------------------------------------------------------------
     def _watch(self, watcher, stop: threading.Event) -> None:
         """The watch thread: wakes the dispatcher when the watcher hears a change. Of the workers
-        claiming the same kinds from the same queues, only the waiter (:meth:`Watcher.lead`)
+        claiming the same kinds from the same queues, only the waiter (:meth:`LeadingWatcher.lead`)
         hears changes; the others claim on their poll, on their own backlog and on local
         enqueues, and try to become the waiter every :data:`TAKEOVER_S`. A waiter whose slots
         stay full for :data:`TAKEOVER_S` steps down, so that a worker with room hears the next
         jobs, and tries again as soon as a slot frees."""
         key = self._lead_key()
         leading, next_try, full_since = False, 0.0, None
+        if isinstance(watcher, LeadingWatcher):
+            lead, follow = watcher.lead, watcher.follow
+        else:  # no waiter to elect: every watcher waits
+            lead, follow = (lambda key: True), (lambda: None)
         try:
             while not stop.is_set():
                 try:
@@ -75,10 +80,10 @@ class Producer(Executor):
                     room = self._has_room()
                     full_since = None if room else (full_since or now)
                     if leading and full_since is not None and now - full_since >= TAKEOVER_S:
-                        watcher.follow()  # full for a while: let a worker with room hear the jobs
+                        follow()  # full for a while: let a worker with room hear the jobs
                         leading, next_try = False, 0.0  # and wait again as soon as a slot frees
                     elif room and (leading or now >= next_try):
-                        was, leading = leading, watcher.lead(key)
+                        was, leading = leading, lead(key)
                         self._lead_tries += 1
                         if leading and not was:
                             self._wake_if_free()  # claim what came while this worker was not waiting
@@ -91,7 +96,7 @@ class Producer(Executor):
                     log.debug("the watch failed; polling", exc_info=True)
                     if leading:
                         try:
-                            watcher.follow()  # never keep the others unwoken while this one cannot wait
+                            follow()  # never keep the others unwoken while this one cannot wait
                         except Exception:
                             log.debug("stepping down failed", exc_info=True)
                     leading = self._leading = False

@@ -1,5 +1,5 @@
 """Wake-ups across processes on PostgreSQL: ``LISTEN tenure_jobs`` (and the cancel channel) on a
-dedicated connection that reconnects by itself; the waiter lock (:meth:`Watcher.lead`) is a
+dedicated connection that reconnects by itself; the waiter lock (:meth:`LeadingWatcher.lead`) is a
 session advisory lock on that same connection."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 from psycopg.pq import ConnStatus
 
-from ..base import Watcher, lead_digest
+from ..waiter import LeadingWatcher, lead_digest
 from . import queries as Q
 
 #: The waiter lock of one key: a session advisory lock in the two-int4 key space (tenure's other
@@ -24,7 +24,7 @@ UNLEAD = "SELECT pg_advisory_unlock(%s::int, %s::int)"
 UNLISTEN = "UNLISTEN tenure_jobs"
 
 
-class PostgresWatcher(Watcher):
+class PostgresWatcher(LeadingWatcher):
     """``LISTEN tenure_jobs`` on a dedicated connection (never a pooled one: a pooled connection
     would carry the LISTEN to other users, and must not sit blocked).
 

@@ -38,17 +38,18 @@ from ...errors import (
     StoreUnavailable,
     TenureError,
 )
-from ..base import Engine, Watcher, lead_digest
+from ..base import Engine
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
+from ..waiter import LeadingWatcher, lead_digest
 from . import queries as Q
 from .session import SQLiteSession, _wall_ms
 
 
-class SQLiteWatcher(Watcher):
+class SQLiteWatcher(LeadingWatcher):
     """Polls ``PRAGMA data_version`` on a private connection: it changes when ANY other
     connection (another process, or this process's shared one) commits. Cheap: no table read.
 
-    The waiter lock (:meth:`Watcher.lead`) is an ``flock`` on a small file beside the database
+    The waiter lock (:meth:`LeadingWatcher.lead`) is an ``flock`` on a small file beside the database
     (``<file>-waiter-<hex of the key>``): the kernel drops it when its holder's process dies,
     however it dies. A watcher that is not the waiter does not poll at all."""
 

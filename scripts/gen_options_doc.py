@@ -15,8 +15,9 @@ HEADER = """# Enqueue options
 Every option a job (or its queue) can be given, in one table: `src/tenure/enqueue_options.py`.
 Each surface below accepts exactly the options marked for it, and checks each with the same
 verdict; this page is generated from that table (`scripts/gen_options_doc.py`), and a test fails
-when the two differ. Durations are **seconds** (an int, a float or a `timedelta`) everywhere and
-milliseconds in the stored column. A name a surface does not take is refused before anything is
+when the two differ. Durations are **seconds** (an int, a float, a `timedelta` or text such as
+`"250ms"`, `"10s"`, `"5m"`, `"1h"`, read by the one parser `tenure.durations`, as a worker's
+`lease` is) everywhere and milliseconds in the stored column. A name a surface does not take is refused before anything is
 written, with the same coded error on both engines: `InvalidArgument` (TN1001) naming the option
 and the nearest name it does take, or, for an option of another surface, where it belongs.
 

@@ -203,27 +203,6 @@ def epoch_ms(value: Any, what: str) -> int:
     return value
 
 
-def duration_ms(value: Any, what: str, *, seconds: bool = False, positive: bool = False) -> int | None:
-    """A non-negative duration: seconds (int/float) when ``seconds``, else ms; or a timedelta.
-    ``positive``: zero (or less than 1 ms) is refused rather than read as "none" - omit the
-    argument for none."""
-    if value is None:
-        return None
-    if isinstance(value, _dt.timedelta):
-        ms = value.total_seconds() * 1000
-    elif isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidType(f"{what} must be a number{' of seconds' if seconds else ' of ms'} or a timedelta")
-    else:
-        ms = value * 1000 if seconds else value
-    if not math.isfinite(ms) or ms < 0:
-        raise InvalidArgument(f"{what} must be finite and >= 0, got {value}")
-    if ms > MAX_DURATION_MS:
-        raise InvalidArgument(f"{what} is longer than ten years: {value}")
-    if positive and ms < 1:
-        raise InvalidArgument(f"{what} must be more than 0 (at least 1 ms), got {value}; omit it for none")
-    return int(ms)
-
-
 #: One encoder for every payload: ``json.dumps`` with non-default arguments builds a new
 #: ``JSONEncoder`` per call (~1.5 µs of a bulk enqueue's row).
 _ENCODE = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode

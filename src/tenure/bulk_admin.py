@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
+from . import durations
 from .errors import InvalidArgument, JobRunning
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def job_filter(
         v.name(queue, "queue")
     if tag is not None:
         v.text(tag, "tag", max_chars=v.MAX_TAG_CHARS, allow_empty=False)
-    age_ms = v.duration_ms(older_than, "older_than", seconds=True)
+    age_ms = durations.ms(older_than, "older_than")
     if age_ms is not None and age_ms < 0:
         raise InvalidArgument("older_than must not be negative")
     if state is None and kind is None and queue is None and tag is None and age_ms is None:

@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
+from . import durations
 from .errors import ChildFailed, InvalidArgument, InvalidType, LeaseNotHeld, ResumeMismatch, SignalTimeout
 from .handler_control import Control, Snooze
 from .signals import check_key, load_payload
@@ -209,7 +210,7 @@ class Steps:
     # -- sleep --------------------------------------------------------------------------------
     def sleep(self, seconds: Any) -> None:
         """Sleep ``seconds`` (a number or a timedelta) without holding a slot: see the module."""
-        ms = v.duration_ms(seconds, "sleep(seconds)", seconds=True)
+        ms = durations.ms(seconds, "sleep(seconds)")
         if ms is None:
             raise InvalidType("sleep(seconds) needs a number of seconds or a timedelta")
         node_id, rec = self._next("sleep")
@@ -241,7 +242,7 @@ class Steps:
         ``timeout`` (seconds or a timedelta, counted from the first call) raise
         :class:`~tenure.errors.SignalTimeout` when none came in time. See :mod:`tenure.signals`."""
         key = check_key(key)
-        ms = v.duration_ms(timeout, "wait_for_signal(timeout=...)", seconds=True)
+        ms = durations.ms(timeout, "wait_for_signal(timeout=...)")
         node_id, rec = self._next("signal", key=key)
         if rec is not None and rec.get("done"):
             return self._answer(key, rec)

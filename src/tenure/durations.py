@@ -84,6 +84,25 @@ def optional_seconds(value: Any, what: str, **bounds: Any) -> float | None:
     return None if value is None else seconds(value, what, **bounds)
 
 
+def ms(value: Any, what: str, *, positive: bool = False) -> int | None:
+    """Whole milliseconds (what the store's columns hold) of a user-facing duration given as
+    seconds, a :class:`~datetime.timedelta` or the text form, or None for None: the one reading
+    of every enqueue, queue, retry and snooze duration (:func:`seconds`' errors). ``positive``:
+    anything under 1 ms is refused (TN1001) rather than read as "none" - omit the option for none."""
+    if value is None:
+        return None
+    if type(value) is int and 0 <= value <= _MAX_INT_SECONDS and (value or not positive):
+        return value * 1000  # the common case (a whole number of seconds) without the general checks
+    out = int(seconds(value, what, maximum=MAX_SECONDS) * 1000)
+    if positive and out < 1:
+        raise InvalidArgument(f"{what} must be at least 1 ms, got {value!r}; omit it for none", option=what,
+                              value=repr(value))
+    return out
+
+
+_MAX_INT_SECONDS = int(MAX_SECONDS)
+
+
 def to_ms(value: float) -> int:
     """Whole milliseconds of a duration in seconds (what the store's columns hold)."""
     return int(round(value * 1000))

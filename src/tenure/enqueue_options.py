@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from . import _validate as v
-from . import dependencies
+from . import dependencies, durations
 from .errors import InvalidArgument, InvalidType, TenureError
 from .queue_settings import _fairness, _flag, _limit, _policy, _rate, _weights
 
@@ -109,8 +109,9 @@ def _priority(x: Any) -> int:
 
 
 def _duration(what: str, *, positive: bool = False) -> Callable[[Any], int | None]:
-    """Seconds (or a timedelta) -> ms; ``positive``: 0 is refused rather than read as none."""
-    return lambda x: v.duration_ms(x, what, seconds=True, positive=positive)
+    """A duration (seconds, a timedelta or text like ``"10s"``, :func:`tenure.durations.ms`) -> ms;
+    ``positive``: 0 is refused rather than read as none."""
+    return lambda x: durations.ms(x, what, positive=positive)
 
 
 def _parents(x: Any) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import _validate as v
+from . import durations
 from .errors import InvalidType
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class Retry(Control):
     backoff. Dead when no attempts are left."""
 
     def __init__(self, delay: Any = 0, reason: str | None = None) -> None:
-        self.delay_ms = v.duration_ms(delay, "Retry(delay=...)", seconds=True) or 0
+        self.delay_ms = durations.ms(delay, "Retry(delay=...)") or 0
         self.reason = reason or f"retry requested in {self.delay_ms / 1000:g} s"
         super().__init__(self.reason)
 
@@ -49,7 +49,7 @@ class Snooze(Control):
     """Put the job back to ``pending`` at now + ``delay`` seconds without using up a retry."""
 
     def __init__(self, delay: Any = 0) -> None:
-        self.delay_ms = v.duration_ms(delay, "Snooze(delay=...)", seconds=True) or 0
+        self.delay_ms = durations.ms(delay, "Snooze(delay=...)") or 0
         super().__init__(f"snoozed for {self.delay_ms / 1000:g} s")
 
     def settle(self, jobs: Jobs, lease: Lease) -> Job:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _sanitize, dependencies
+from . import _sanitize, dependencies, durations
 from . import _validate as v
 from .attempt_history import entry_json
 from .engine.base import Session
@@ -419,7 +419,7 @@ class Jobs(JobAdmin):
         Fenced like every settlement; answers the settled record. A handler raises
         :class:`tenure.Snooze` instead."""
         lease = check_lease(lease, "snooze", ())
-        delay_ms = v.duration_ms(delay, "delay", seconds=True) or 0
+        delay_ms = durations.ms(delay, "delay") or 0
         store = self._store
         with self._session() as s:
             now = store._now()

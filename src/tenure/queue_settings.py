@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from . import _validate as v
+from . import durations
 from .errors import DeadLetterCycle, InvalidArgument, InvalidType
 from .rate_window import parse_rate
 
@@ -21,7 +22,7 @@ _LIMIT_MAX = 1_000_000
 
 
 def _seconds(value: Any, what: str, *, positive: bool = False) -> int | None:
-    ms = v.duration_ms(value, what, seconds=True)
+    ms = durations.ms(value, what)
     if positive and ms is not None and ms <= 0:
         raise InvalidArgument(f"{what} must be more than 0 seconds, got {value}")
     return ms

@@ -105,7 +105,12 @@ ROWS = [
     ("delay-10^17", _enq(delay=10**17), A1, "TN1001", "delay"),
     ("delay-nan", _enq(delay=math.nan), A1, "TN1001", "delay"),
     ("delay-inf", _enq(delay=math.inf), A1, "TN1001", "delay"),
-    ("delay-str", _enq(delay="5"), A2, "TN1002", "delay"),
+    ("delay-list", _enq(delay=[5]), A2, "TN1002", "delay"),
+    ("delay-bool", _enq(delay=True), A2, "TN1002", "delay"),
+    ("delay-text-not-a-duration", _enq(delay="5 parsecs"), A1, "TN1001", "delay"),
+    ("delay-text-negative", _enq(delay="-5s"), A1, "TN1001", "delay"),
+    ("timeout-text-0", _enq(timeout="0s"), A1, "TN1001", "timeout"),
+    ("option-debounce-text-junk", _enq(debounce="soon"), A1, "TN1001", "debounce"),
     ("run-at-negative", _enq(run_at=-1), A1, "TN1001", "run_at"),
     ("run-at-year-10000", _enq(run_at=10**16), A1, "TN1001", "run_at"),
     ("run-at-nan", _enq(run_at=math.nan), A1, "TN1001", "run_at"),
@@ -392,6 +397,8 @@ BOUNDARY = [
     ("group-key-1024-bytes", {"group_key": "g" * 1024}, "group_key", "g" * 1024),
     ("timeout-1ms", {"timeout": 0.001}, "timeout_ms", 1),
     ("timeout-ten-years", {"timeout": TEN_YEARS_S}, "timeout_ms", TEN_YEARS_S * 1000),
+    ("timeout-text-250ms", {"timeout": "250ms"}, "timeout_ms", 250),
+    ("timeout-text-2h", {"timeout": "2h"}, "timeout_ms", 7_200_000),
     ("max-attempts-1", {"max_attempts": 1}, "max_attempts", 1),
 ]
 

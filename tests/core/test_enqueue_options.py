@@ -139,3 +139,23 @@ def test_the_operations_page_lists_the_table_s_flags() -> None:
     row = next(line for line in page.splitlines() if line.startswith("| `tenure enqueue KIND --payload"))
     listed = set(re.findall(r"--[a-z-]+", row.split("|")[1]))
     assert listed == {o.cli.flag for o in eo.on(eo.CLI).values() if o.cli}
+
+
+def test_every_duration_option_reads_seconds_timedeltas_and_text_alike() -> None:
+    """The table's durations use the one parser (tenure.durations): ``"90s"``, ``"1.5m"``, 90,
+    90.0 and a 90-second timedelta are the same 90 000 ms on every surface; junk text is TN1001
+    and a non-duration type TN1002, naming the option."""
+    import datetime as dt
+
+    durations = [o for o in eo.OPTIONS.values() if o.type == "seconds"]
+    assert {o.name for o in durations} >= {"delay", "timeout", "singleton_for", "debounce", "retry_delay",
+                                             "retry_delay_max", "retention", "delete_after"}
+    for opt in durations:
+        assert opt.check is not None
+        got = {repr(x): opt.check(x) for x in ("90s", "1.5m", " 90 ", 90, 90.0, dt.timedelta(seconds=90))}
+        assert set(got.values()) == {90_000}, (opt.name, got)
+        assert opt.check("250ms") == 250
+        with pytest.raises(InvalidArgument, match=opt.name):
+            opt.check("ninety seconds")
+        with pytest.raises(InvalidType, match=opt.name):
+            opt.check([90])

@@ -45,7 +45,10 @@ from .task_args import TaskSignature
 from .worker.config import WorkerConfig
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .canvas import Signature
+    from .enqueue_options import EnqueueOptions
     from .worker import JobContext, Worker
 
 log = logging.getLogger("tenure")
@@ -85,8 +88,12 @@ class Task(Generic[P, R]):
         """Call the function directly, in this process (no queue)."""
         return self.fn(*args, **kwargs)
 
-    def with_options(self, **options: Any) -> Task[P, R]:
-        """The same task with other enqueue options (``delay``, ``priority``, ``queue``, ...)."""
+    def with_options(self, *, conn: Any = None, **options: Unpack[EnqueueOptions]) -> Task[P, R]:
+        """The same task with other enqueue options (``delay``, ``priority``, ``queue``, ...: the
+        table's ``EnqueueOptions``, so a type checker flags a misspelt one), and with ``conn=`` (a
+        driver connection) its enqueues written in the caller's own transaction."""
+        if conn is not None:
+            options["conn"] = conn  # type: ignore[typeddict-unknown-key]  # the task surface's own key
         eo.refuse(set(options) & _QUEUE_TASK_OPTIONS, eo.ENQUEUE)  # a queue setting: not per call
         eo.checked(options, eo.TASK)  # a bad value is refused here, not at the first enqueue
         clone = type(self)(self.app, self.fn, self.name, {**self.options, **options}, self.retry_on,

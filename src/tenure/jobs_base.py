@@ -118,12 +118,14 @@ class _JobsBase:
         new = self._build(kind, payload, options)
         return self._insert([new], conn)[0]
 
-    async def enqueue_async(self, kind: str, payload: Any = None, **options: Any) -> str | None:
-        """``enqueue`` for async code: runs on a worker thread, so the event loop never blocks on
-        the database (SQLite's gate, a PostgreSQL round-trip)."""
+    async def enqueue_async(self, kind: str, payload: Any = None, *, conn: Any = None,
+                            **options: Unpack[EnqueueOptions]) -> str | None:
+        """``enqueue`` for async code (the same keywords, typed by the same table): runs on a
+        worker thread, so the event loop never blocks on the database (SQLite's gate, a
+        PostgreSQL round-trip)."""
         import asyncio
 
-        return await asyncio.to_thread(self.enqueue, kind, payload, **options)
+        return await asyncio.to_thread(self.enqueue, kind, payload, conn=conn, **options)
 
     async def enqueue_many_async(self, jobs: Iterable[dict[str, Any]], **options: Any) -> list[str | None]:
         """``enqueue_many`` without blocking the event loop."""

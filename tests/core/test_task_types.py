@@ -46,6 +46,7 @@ assert_type(h, Handle[dict[str, str]])
 assert_type(h.result(timeout=1), dict[str, str])
 assert_type(send_email("a@example.com"), dict[str, str])      # a direct call keeps the type
 assert_type(send_email.with_options(delay=5).enqueue(to="b@example.com"), Handle[dict[str, str]])
+assert_type(send_email.with_options(delay="10s", priority=2, conn=None).enqueue("b"), Handle[dict[str, str]])
 
 assert_type(resize.enqueue(7, width=50).result(), int)         # the context is not an argument
 assert_type(fetch.enqueue("https://example.com").result(), bytes)
@@ -54,6 +55,7 @@ assert_type(fetch.enqueue("https://example.com").result(), bytes)
 async def later() -> None:
     assert_type(await send_email.enqueue_async("c@example.com"), Handle[dict[str, str]])
     assert_type(await fetch("https://example.com"), bytes)
+    assert_type(await app.store.jobs.enqueue_async("k", {}, delay="5s", queue="q", conn=None), str | None)
 """
 
 BAD = COMMON + """
@@ -64,6 +66,13 @@ send_email("a", "b", "c")                    # E: Too many arguments
 n: int = send_email.enqueue("a").result()    # E: Incompatible types in assignment
 resize.enqueue("seven")                      # E: has incompatible type "str"; expected "int"
 fetch.enqueue(b"x")                          # E: has incompatible type "bytes"; expected "str"
+send_email.with_options(dealy=5)             # E: Unexpected keyword argument "dealy"
+send_email.with_options(priority="high")     # E: has incompatible type "str"; expected "int"
+
+
+async def wrong_async() -> None:
+    await app.store.jobs.enqueue_async("k", priorty=1)  # E: Unexpected keyword argument "priorty"
+    await app.store.jobs.enqueue_async("k", max_attempts="3")  # E: has incompatible type "str"
 """
 
 

@@ -73,6 +73,15 @@ class Jobs(JobAdmin):
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._held = threading.local()
+
+    @property
+    def limit_held(self) -> bool:
+        """Whether the last claim made by the calling thread came back short having tried a queue
+        whose limits or policy can hold a job back while another job's lease stands
+        (:attr:`tenure.engine.base.Session.limit_held`): a lease settling may then make a job
+        claimable. Per thread, so a worker's dispatcher and settlers each read their own claim's."""
+        return getattr(self._held, "value", False)
 
     def _session(self):
         return self._store._session()
@@ -130,6 +139,7 @@ class Jobs(JobAdmin):
             rows = s.job_claim(kinds=kinds_l, queues=queues_l, owner=owner, lease_ms=lease_ms,
                                now=self._store._now(), limit=limit, instance=instance)
             self.rate_wake_at = s.rate_wake_at
+            self._held.value = s.limit_held
         return self._claims(rows)
 
     def _claims(self, rows: Sequence[JobRow]) -> list[Claim]:
@@ -269,6 +279,7 @@ class Jobs(JobAdmin):
                                            lease_ms=lease_ms, limit=limit, instance=instance)
             done, rows = got.settled, got.claimed
             self.rate_wake_at = s.rate_wake_at
+            self._held.value = s.limit_held
             errors = self._answers(s, done, batch, items, now)
             if rows and any(errors):
                 errors = as_met_before_claim(errors, items, rows, store._now_or(s, now))

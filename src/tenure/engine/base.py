@@ -77,6 +77,11 @@ class Session(abc.ABC):
     #: After a claim: when a rate limit that stopped it allows a start again (epoch ms, the
     #: claim's clock), or None (no rate limit stopped it). A worker sleeps until then.
     rate_wake_at: int | None = None
+    #: After a claim: True when it came back short having tried a queue whose concurrency or
+    #: group limit or whose policy (singleton, stately, strict_fifo) can hold a job back while
+    #: another job's lease stands, so that a lease settling may make a job claimable. A worker
+    #: claims again when one of its own attempts settles only then (or after a full claim).
+    limit_held: bool = False
 
     @abc.abstractmethod
     def job_claim(

@@ -27,6 +27,11 @@ from .rows import JobRow, QueueRow
 STRIDE = 1_000_000
 
 
+#: The policies under which a job waits while another job's lease stands (its key's, or an earlier
+#: one's): a lease settling can make it claimable, as it can under a concurrency or group limit.
+HOLDING_POLICIES = frozenset({"singleton", "stately", "strict_fifo"})
+
+
 @dataclass(frozen=True, slots=True)
 class QueueLimits:
     """What makes one queue limited, from its registry row."""

@@ -111,7 +111,7 @@ class Completer(Producer):
                     if allowed else (None, [], 0)
                 if errors is not None:
                     self._completed(completes, errors)
-                    self._start_attempts(claims, want)  # after the release: in flight stays <= N
+                    self._start_attempts(claims, want, jobs.limit_held)  # after the release: in flight stays <= N
             if errors is None:  # settled alone (no lock held: this may retry while leases last)
                 try:
                     errors = self._retrying(lambda: jobs.complete_many(

@@ -118,6 +118,7 @@ class Worker(Completer, Keeper, CancelRequests):
         self._reserved = 0
         self._credit = 0
         self._backlog = False
+        self._held = False
         self._quarantine = None
         self._slots = _queue.SimpleQueue()
         self._done = _queue.SimpleQueue()

@@ -148,7 +148,7 @@ class Producer(Executor):
                     except BaseException:
                         self._start_attempts([], want)
                         raise
-                    self._start_attempts(claims, want)
+                    self._start_attempts(claims, want, jobs.limit_held)
             except OperationWithdrawn:
                 return
             except Exception as exc:  # noqa: BLE001 - counted and logged, never swallowed silently
@@ -273,9 +273,11 @@ class Producer(Executor):
                     a.credited = False
                     self._credit -= 1
 
-    def _start_attempts(self, claims: list[Claim], reserved: int) -> None:
+    def _start_attempts(self, claims: list[Claim], reserved: int, held: bool = False) -> None:
         """Register a claimed batch (one lock round for all of it, which also returns the claim's
-        ``reserved`` slots) and hand each attempt to a slot or to the event loop."""
+        ``reserved`` slots) and hand each attempt to a slot or to the event loop. ``held``: the
+        claim's :attr:`tenure.jobs.Jobs.limit_held` (a settling attempt then wakes the dispatcher,
+        see :meth:`_release`)."""
         handlers, asyncs, default_timeout = self.handlers, self._async, self.default_timeout_ms
         attempts = []
         worker = cast("Worker", self)  # a producer is always part of a Worker
@@ -285,6 +287,7 @@ class Producer(Executor):
         with self._lock:
             self._reserved -= reserved
             self._backlog = bool(claims) and len(claims) == reserved
+            self._held = held
             if not claims:
                 wake = self._wake_deferred and self._free_or_defer()
                 if wake:

@@ -59,6 +59,7 @@ class WorkerState:
     _reserved: int  # slots promised to a claim in progress (see Producer._reserve)
     _credit: int  # slots of credited attempts (being settled by a settle-and-claim)
     _backlog: bool  # the last claim came back full: more jobs are likely waiting
+    _held: bool  # the last claim came back short at a queue that holds jobs back (Jobs.limit_held)
     _leading: bool  # this worker's watcher is the waiter of its kinds and queues (Producer._watch)
     # A job reclaimed from an expired lease (its last worker was lost, maybe BY it) runs alone:
     # while it runs, this worker claims nothing more (docs/guarantees.md, "Liveness").
@@ -177,17 +178,25 @@ class WorkerState:
 
     def _release(self, *attempts: Attempt) -> None:
         """Free the attempts' slots (one lock round for all of them) and wake the dispatcher when
-        it has a slot to claim for (:meth:`_wake_if_free`)."""
+        it has a slot to claim for (:meth:`_wake_if_free`) AND there may be work for it: the last
+        claim came back full (a backlog), or short at a queue that holds jobs back while a lease
+        stands (a concurrency or group limit, a singleton/stately/strict_fifo policy: the lease
+        just settled may have freed one), or a wake-up waits for a slot, or a reclaimed attempt
+        ends (the claims it held back are due). Otherwise the last claim found nothing more and
+        the freed slot waits for the next wake-up or poll: claiming now would find nothing too
+        (at light load that empty claim was a transaction and a commit per job)."""
         with self._lock:
             mine = self._attempts
+            due = self._wake_deferred or self._backlog or self._held
             for a in attempts:
                 mine.pop(a.token, None)
                 if a is self._quarantine:
                     self._quarantine = None
+                    due = True
                 if a.credited:
                     a.credited = False
                     self._credit -= 1
-            wake = self._free_or_defer()
+            wake = due and self._free_or_defer()
         registry = self.store._attempts
         for a in attempts:
             registry.pop(a.token, None)

@@ -228,6 +228,12 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
                 # What committed must reach the caller (or its leases would idle until they
                 # expire); the limited queues are claimed on the next call.
                 log.warning("claiming from limited queues failed; answering the rest", exc_info=True)
+        # A queue that can hold a job back on another's lease (Session.limit_held): a concurrency
+        # or group limit, a singleton/stately policy (lim[3]), or a limited queue with none of
+        # the limits that wake by the clock (rate, group rate, fairness): strict_fifo.
+        self.limit_held = len(rows) < limit and any(
+            lim[1] is not None or lim[2] is not None or lim[3] or (lim[4] is None and lim[6] is None and lim[8] is None)
+            for lim in limits)
         if spent:
             self._reap(spent, now)
         if len(rows) > 1:

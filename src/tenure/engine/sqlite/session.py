@@ -16,7 +16,7 @@ from typing import Any
 from ...rate_window import Rate
 from ..base import Session
 from ..common import SharedMethods, SharedStatements
-from ..limited import QueueLimits, claim_queue, record_starts
+from ..limited import HOLDING_POLICIES, QueueLimits, claim_queue, record_starts
 from ..rows import (
     DEFAULT_MAX_ATTEMPTS,
     HISTORY_KEEP,
@@ -92,7 +92,7 @@ def _wall_ms() -> int:
 
 class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixin, SQLiteInsightsMixin, SharedMethods, Session):
     dialect = "sqlite"
-    __slots__ = ("_conn", "_owns_tx")
+    __slots__ = ("_conn", "_owns_tx", "_holding", "quiet_changes")
     _shared_sql = SharedStatements(
         schedule_delete=M.SCHEDULE_DELETE, schedule_due=M.SCHEDULE_DUE, schedule_pause=M.SCHEDULE_PAUSE,
         schedule_resume=M.SCHEDULE_RESUME, schedule_advance=M.SCHEDULE_ADVANCE,
@@ -102,6 +102,12 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
     def __init__(self, conn: sqlite3.Connection, owns_tx: bool = True) -> None:
         self._conn = conn
         self._owns_tx = owns_tx  # False on an adopted connection: the caller owns the transaction
+        self._holding = False  # the last claim tried a queue that can hold a job back (limit_held)
+        #: Rows this session changed that can make no job claimable by another worker: the rows a
+        #: claim leased, the rows a completion settled and the checkpoints it pruned. The engine
+        #: compares them with the connection's total changes (triggers included) to tell its
+        #: watchers whether a commit of its own may have (SQLiteEngine.loud_commits).
+        self.quiet_changes = 0
 
     def _atomic(self):
         """A write transaction for a multi-statement operation; a no-op inside an open one or on
@@ -205,12 +211,16 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         return out
 
     def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit, instance=None) -> list[JobRow]:
-        return self._undoable(lambda: self._claim_rows(kinds, queues, owner, lease_ms, now, limit, instance))
+        rows = self._undoable(lambda: self._claim_rows(kinds, queues, owner, lease_ms, now, limit, instance))
+        self.limit_held = self._holding and len(rows) < limit
+        self.quiet_changes += len(rows)
+        return rows
 
     def _claim_rows(self, kinds, queues, owner, lease_ms, now, limit, instance) -> list[JobRow]:
         now = _wall_ms() if now is None else now
         conn = self._conn
         self.rate_wake_at = None
+        self._holding = False
         wanted = None if queues is None else set(queues)
         free: list[str] = []
         limited: list[QueueLimits] = []
@@ -222,6 +232,8 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         for name, paused, conc, group_limit, _, policy, rate, rate_ms, grate, grate_ms, fairness, weights in registry:
             if paused or (wanted is not None and name not in wanted) or name in letters:
                 continue
+            if conc is not None or group_limit is not None or policy in HOLDING_POLICIES:
+                self._holding = True
             if (conc is None and group_limit is None and rate is None and grate is None and fairness is None
                     and policy != "strict_fifo"):
                 free.append(name)
@@ -291,8 +303,9 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         with self._atomic():
             rows = conn.execute(Q.COMPLETE, {"items": json.dumps(
                 [[it.job_id, it.token, it.result] for it in items]), "now": now}).fetchall()
+            self.quiet_changes += len(rows)
             if rows:
-                conn.execute(Q.PRUNE_CHECKPOINTS, {"settled": json.dumps(rows)})
+                self.quiet_changes += conn.execute(Q.PRUNE_CHECKPOINTS, {"settled": json.dumps(rows)}).rowcount
         return {r[0] for r in rows}
 
     def job_complete_and_claim(self, items, now, *, kinds, queues, owner, lease_ms, limit, instance=None):

@@ -44,6 +44,10 @@ from ..waiter import LeadingWatcher, lead_digest
 from . import queries as Q
 from .session import SQLiteSession, _wall_ms
 
+#: How long the store's connection may stay busy before a watcher falls back to its private
+#: connection's ``data_version`` (which every commit moves, this store's quiet ones included).
+BUSY_FALLBACK_S = 0.05
+
 
 class SQLiteWatcher(LeadingWatcher):
     """Polls ``PRAGMA data_version`` on a private connection: it changes when ANY other
@@ -53,12 +57,18 @@ class SQLiteWatcher(LeadingWatcher):
     (``<file>-waiter-<hex of the key>``): the kernel drops it when its holder's process dies,
     however it dies. A watcher that is not the waiter does not poll at all."""
 
-    def __init__(self, path: str, uri: bool, interval: float) -> None:
+    def __init__(self, path: str, uri: bool, interval: float, engine: SQLiteEngine | None = None) -> None:
         self._lock = threading.Lock()  # close() never races a PRAGMA on another thread (segfault)
         self._conn = sqlite3.connect(path, uri=uri, check_same_thread=False, isolation_level=None)
         self._interval = interval
         self._closed = threading.Event()
         self._last = self._version()
+        # The store's own connection, when given (SQLiteEngine.own_data_version): its commits
+        # are seen through loud_commits, only those that may have made a job claimable.
+        self._engine = engine
+        self._own = None if engine is None else engine.own_data_version()
+        self._loud = 0 if engine is None else engine.loud_commits
+        self._busy_since: float | None = None
         self._path = None if uri else path  # a URI (read-only form) takes no part in leading
         self._lead_fd: int | None = None  # the open waiter file of the key last asked for
         self._lead_name = ""
@@ -78,17 +88,40 @@ class SQLiteWatcher(LeadingWatcher):
         deadline = time.monotonic() + timeout
         while not self._closed.is_set():
             try:
-                v = self._version()
+                if self._changed():
+                    return True
             except sqlite3.Error:
                 return False
-            if v != self._last:
-                self._last = v
-                return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
             if self._closed.wait(min(self._interval, remaining)):
                 return False
+        return False
+
+    def _changed(self) -> bool:
+        """Whether another connection committed, or this store made a loud commit, since the last
+        call. The store's connection busy for :data:`BUSY_FALLBACK_S`: the private connection
+        decides (it also sees this store's quiet commits: at worst an empty claim)."""
+        engine = self._engine
+        if engine is not None:
+            own = engine.own_data_version()
+            if own is not None:
+                self._busy_since = None
+                loud = engine.loud_commits
+                if own != self._own or loud != self._loud:
+                    self._own, self._loud = own, loud
+                    return True
+                return False
+            now = time.monotonic()
+            if self._busy_since is None:
+                self._busy_since = now
+            if now - self._busy_since < BUSY_FALLBACK_S:
+                return False
+        v = self._version()
+        if v != self._last:
+            self._last = v
+            return True
         return False
 
     def lead(self, key: str) -> bool:
@@ -201,6 +234,11 @@ class SQLiteEngine(Engine):
         self.durable = durable if durable is not None else query.get("durable") in ("1", "true", "yes")
         self.watch_interval = watch_interval
         self.gate = threading.Lock()
+        #: Sessions of this store that changed rows a worker may claim or that may make a job
+        #: claimable (an enqueue, a settlement whose trigger released a dependent, a failure...),
+        #: as opposed to claims and plain completions. A watcher wakes on it as on another
+        #: connection's commit (:meth:`own_data_version`).
+        self.loud_commits = 0
         self._conn: sqlite3.Connection | None = None
         self._closed = False
 
@@ -327,11 +365,14 @@ class SQLiteEngine(Engine):
         self._acquire(cancel)
         try:
             conn = self._live()
+            before = conn.total_changes
+            session = SQLiteSession(conn)
             try:
-                yield SQLiteSession(conn)
+                yield session
             finally:
                 if conn.in_transaction:  # a failed statement inside an implicit batch
                     conn.execute("ROLLBACK")
+                self._count_loud(conn, before, session)
         finally:
             self.gate.release()
 
@@ -340,14 +381,42 @@ class SQLiteEngine(Engine):
         self._acquire(cancel)
         try:
             conn = self._live()
+            before = conn.total_changes
             conn.execute("BEGIN IMMEDIATE")
+            session = SQLiteSession(conn)
             try:
-                yield SQLiteSession(conn)
+                yield session
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._count_loud(conn, before, session)
             conn.execute("COMMIT")
+        finally:
+            self.gate.release()
+
+    def _count_loud(self, conn: sqlite3.Connection, before: int, session: SQLiteSession) -> None:
+        """Called holding the gate, as a session ends: count it in :attr:`loud_commits` when it
+        changed rows other than its quiet ones (a trigger's included)."""
+        if conn.total_changes - before > session.quiet_changes:
+            self.loud_commits += 1
+
+    def own_data_version(self) -> int | None:
+        """``PRAGMA data_version`` on the store's own connection, which changes only when ANOTHER
+        connection commits (another process, another store): None when the connection is busy
+        (the gate held) or closed. The watcher reads it instead of its private connection's,
+        which every commit of this store moves too (the worker's own claims and settlements:
+        each woke the dispatcher for an empty claim)."""
+        if not self.gate.acquire(blocking=False):
+            return None
+        try:
+            conn = self._conn
+            if conn is None or conn.in_transaction:
+                return None
+            return conn.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:
+            return None
         finally:
             self.gate.release()
 
@@ -380,7 +449,7 @@ class SQLiteEngine(Engine):
             raise StorageError("cross-process watching needs a file, not :memory:")
         if self.read_only:
             return SQLiteWatcher(self._ro_target or f"file:{self.path}?mode=ro", True, self.watch_interval)
-        return SQLiteWatcher(self.path, False, self.watch_interval)
+        return SQLiteWatcher(self.path, False, self.watch_interval, self)
 
     def reset_for_tests(self) -> None:
         with self.session() as s:

@@ -399,7 +399,7 @@ class SQLiteEngine(Engine):
     def _count_loud(self, conn: sqlite3.Connection, before: int, session: SQLiteSession) -> None:
         """Called holding the gate, as a session ends: count it in :attr:`loud_commits` when it
         changed rows other than its quiet ones (a trigger's included)."""
-        if conn.total_changes - before > session.quiet_changes:
+        if conn.total_changes - before > session._quiet_changes:
             self.loud_commits += 1
 
     def own_data_version(self) -> int | None:

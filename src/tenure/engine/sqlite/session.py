@@ -92,7 +92,7 @@ def _wall_ms() -> int:
 
 class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixin, SQLiteInsightsMixin, SharedMethods, Session):
     dialect = "sqlite"
-    __slots__ = ("_conn", "_owns_tx", "_holding", "quiet_changes")
+    __slots__ = ("_conn", "_owns_tx", "_holding", "_quiet_changes")
     _shared_sql = SharedStatements(
         schedule_delete=M.SCHEDULE_DELETE, schedule_due=M.SCHEDULE_DUE, schedule_pause=M.SCHEDULE_PAUSE,
         schedule_resume=M.SCHEDULE_RESUME, schedule_advance=M.SCHEDULE_ADVANCE,
@@ -107,7 +107,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         #: claim leased, the rows a completion settled and the checkpoints it pruned. The engine
         #: compares them with the connection's total changes (triggers included) to tell its
         #: watchers whether a commit of its own may have (SQLiteEngine.loud_commits).
-        self.quiet_changes = 0
+        self._quiet_changes = 0
 
     def _atomic(self):
         """A write transaction for a multi-statement operation; a no-op inside an open one or on
@@ -213,7 +213,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
     def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit, instance=None) -> list[JobRow]:
         rows = self._undoable(lambda: self._claim_rows(kinds, queues, owner, lease_ms, now, limit, instance))
         self.limit_held = self._holding and len(rows) < limit
-        self.quiet_changes += len(rows)
+        self._quiet_changes += len(rows)
         return rows
 
     def _claim_rows(self, kinds, queues, owner, lease_ms, now, limit, instance) -> list[JobRow]:
@@ -303,9 +303,9 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         with self._atomic():
             rows = conn.execute(Q.COMPLETE, {"items": json.dumps(
                 [[it.job_id, it.token, it.result] for it in items]), "now": now}).fetchall()
-            self.quiet_changes += len(rows)
+            self._quiet_changes += len(rows)
             if rows:
-                self.quiet_changes += conn.execute(Q.PRUNE_CHECKPOINTS, {"settled": json.dumps(rows)}).rowcount
+                self._quiet_changes += conn.execute(Q.PRUNE_CHECKPOINTS, {"settled": json.dumps(rows)}).rowcount
         return {r[0] for r in rows}
 
     def job_complete_and_claim(self, items, now, *, kinds, queues, owner, lease_ms, limit, instance=None):

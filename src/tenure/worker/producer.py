@@ -2,8 +2,9 @@
 
 One dispatcher thread claims (``claim_many`` up to the free slots), woken at once by an enqueue on
 the same store, by the engine's cross-process watcher (SQLite ``data_version``, PostgreSQL
-``LISTEN``), by a slot freeing up, or by ``poll_interval``. A claim whose answer was lost (the
-connection broke under it) is given back on the next turn."""
+``LISTEN``), by a slot freeing up when there may be work for it (a backlog, a limit that held a
+job back, a deferred wake-up: ``Worker._release``), or by ``poll_interval``. A claim whose answer
+was lost (the connection broke under it) is given back on the next turn."""
 
 from __future__ import annotations
 

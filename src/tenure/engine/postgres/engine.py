@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql as pgsql
+from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ... import durations
@@ -88,8 +89,11 @@ log = logging.getLogger("tenure.engine.postgres")
 
 
 def _stamp_new(conn: psycopg.Connection) -> None:
-    """A new pooled connection counts as just used: it is not checked before its first use."""
+    """A new pooled connection counts as just used: it is not checked before its first use. It
+    gets the one cursor its hot single statements reuse (``PostgresSession.job_insert_resolved``):
+    ``conn.execute`` builds a cursor, and its adapters, per call (~15 us of an enqueue's client CPU)."""
     conn._tenure_returned = time.monotonic()  # type: ignore[attr-defined]
+    conn._tenure_cursor = conn.cursor(row_factory=tuple_row)  # type: ignore[attr-defined]
 
 
 # -- the engine ----------------------------------------------------------------------------------

@@ -162,7 +162,9 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         params = new_job_params(job, now)
         params["retention_ms"] = retention_ms
         params["default_max_attempts"] = DEFAULT_MAX_ATTEMPTS
-        row = self._conn.execute(Q.INSERT_RESOLVED, params).fetchone()
+        # A pooled connection's own reusable cursor (engine._stamp_new); an adopted one has none.
+        cur = getattr(self._conn, "_tenure_cursor", None) or self._conn.cursor()
+        row = cur.execute(Q.INSERT_RESOLVED, params).fetchone()
         return None if row is None else row[0]
 
     def job_get(self, job_id: str) -> JobRow | None:

@@ -117,15 +117,16 @@ def test_outbox_enqueue_resolves_the_queue_defaults_and_rolls_back_with_the_tran
 
 @pytest.fixture
 def pg_statements(monkeypatch):
-    """Every statement text a psycopg connection executes, in order (a spy: they still run)."""
+    """Every statement text a psycopg cursor executes, in order (a spy: they still run). A
+    cursor's, so a statement run on a connection's reused cursor is seen too."""
     seen: list[str] = []
-    real = psycopg.Connection.execute
+    real = psycopg.Cursor.execute
 
     def spy(self, query, *args, **kwargs):
         seen.append(str(query))
         return real(self, query, *args, **kwargs)
 
-    monkeypatch.setattr(psycopg.Connection, "execute", spy)
+    monkeypatch.setattr(psycopg.Cursor, "execute", spy)
     return seen
 
 

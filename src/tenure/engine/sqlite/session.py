@@ -132,15 +132,18 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         conn = self._conn
         out: list[Inserted] = []
         if len(jobs) > 1 and all(j.singleton_key is None for j in jobs):
-            # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.
             sql, rows = _insert_rows(jobs, now)
-            written = sum(conn.execute(sql, (_dumps(rows[i:i + BULK_ROWS]),)).rowcount
-                          for i in range(0, len(rows), BULK_ROWS))
-            if written == len(jobs):
+            chunks = [_dumps(rows[i:i + BULK_ROWS]) for i in range(0, len(rows), BULK_ROWS)]
+            written = _bulk_written(conn, sql, chunks, len(jobs))
+            if written is None:
                 return [Inserted(j.id, True) for j in jobs]
-            # Some ids existed: answer per job (the rows are written; only the flags are unknown).
-            return [Inserted(j.id, conn.execute("SELECT 1 FROM tenure_jobs WHERE id = ?", (j.id,)).fetchone()
-                             is not None and False) for j in jobs]
+            # Some ids existed (or repeated in this call): the first job of each id this call
+            # wrote is inserted; every other answers its id, written before or just above.
+            out = []
+            for j in jobs:
+                out.append(Inserted(j.id, j.id in written))
+                written.discard(j.id)
+            return out
         for j in jobs:
             if conn.execute(Q.INSERT, _insert_params(j, now)).rowcount == 1:
                 out.append(Inserted(j.id, True))
@@ -471,6 +474,27 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _OPTIONAL_OF = operator.attrgetter(*Q.INSERT_ROWS_OPTIONAL)
 _NO_OPTIONS = (None,) * len(Q.INSERT_ROWS_OPTIONAL)
 _BACKOFF = Q.INSERT_ROWS_OPTIONAL.index("retry_backoff")
+
+
+def _bulk_written(conn: sqlite3.Connection, sql: str, chunks: list[str], count: int) -> set[str] | None:
+    """Run the bulk INSERT ``sql`` over ``chunks`` (``count`` rows) under a savepoint: None when
+    every row was written (the usual bulk, read from the rowcounts alone), else the ids this call
+    wrote, read by undoing the statements and running them again with ``RETURNING id`` (an id
+    that existed before is then not among them; ``ON CONFLICT DO NOTHING`` skipped it)."""
+    conn.execute("SAVEPOINT tenure_bulk")
+    try:
+        # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.
+        if sum(conn.execute(sql, (chunk,)).rowcount for chunk in chunks) == count:
+            return None
+        conn.execute("ROLLBACK TO tenure_bulk")
+        return {row[0] for chunk in chunks for row in conn.execute(sql + "\nRETURNING id", (chunk,)).fetchall()}
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK TO tenure_bulk")  # a failed bulk writes none of its rows
+        raise
+    finally:
+        if conn.in_transaction:
+            conn.execute("RELEASE tenure_bulk")
 
 
 @functools.lru_cache(maxsize=64)

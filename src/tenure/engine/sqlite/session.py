@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import operator
 import sqlite3
 import time
 import uuid
@@ -38,6 +37,7 @@ from . import dependency_queries as DQ
 from . import maintenance as M
 from . import queries as Q
 from . import queues as QU
+from .bulk_insert import insert_many
 from .insights import SQLiteInsightsMixin
 from .maintenance import SQLiteMaintenanceMixin
 from .queues import SQLiteQueuesMixin
@@ -132,18 +132,7 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
         conn = self._conn
         out: list[Inserted] = []
         if len(jobs) > 1 and all(j.singleton_key is None for j in jobs):
-            sql, rows = _insert_rows(jobs, now)
-            chunks = [_dumps(rows[i:i + BULK_ROWS]) for i in range(0, len(rows), BULK_ROWS)]
-            written = _bulk_written(conn, sql, chunks, len(jobs))
-            if written is None:
-                return [Inserted(j.id, True) for j in jobs]
-            # Some ids existed (or repeated in this call): the first job of each id this call
-            # wrote is inserted; every other answers its id, written before or just above.
-            out = []
-            for j in jobs:
-                out.append(Inserted(j.id, j.id in written))
-                written.discard(j.id)
-            return out
+            return insert_many(conn, jobs, now)
         for j in jobs:
             if conn.execute(Q.INSERT, _insert_params(j, now)).rowcount == 1:
                 out.append(Inserted(j.id, True))
@@ -466,58 +455,6 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
 
 
 _insert_params = new_job_params
-
-
-#: Rows per bulk INSERT statement (its JSON text stays a few MB at most).
-BULK_ROWS = 10_000
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_OPTIONAL_OF = operator.attrgetter(*Q.INSERT_ROWS_OPTIONAL)
-_NO_OPTIONS = (None,) * len(Q.INSERT_ROWS_OPTIONAL)
-_BACKOFF = Q.INSERT_ROWS_OPTIONAL.index("retry_backoff")
-
-
-def _bulk_written(conn: sqlite3.Connection, sql: str, chunks: list[str], count: int) -> set[str] | None:
-    """Run the bulk INSERT ``sql`` over ``chunks`` (``count`` rows) under a savepoint: None when
-    every row was written (the usual bulk, read from the rowcounts alone), else the ids this call
-    wrote, read by undoing the statements and running them again with ``RETURNING id`` (an id
-    that existed before is then not among them; ``ON CONFLICT DO NOTHING`` skipped it)."""
-    conn.execute("SAVEPOINT tenure_bulk")
-    try:
-        # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.
-        if sum(conn.execute(sql, (chunk,)).rowcount for chunk in chunks) == count:
-            return None
-        conn.execute("ROLLBACK TO tenure_bulk")
-        return {row[0] for chunk in chunks for row in conn.execute(sql + "\nRETURNING id", (chunk,)).fetchall()}
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK TO tenure_bulk")  # a failed bulk writes none of its rows
-        raise
-    finally:
-        if conn.in_transaction:
-            conn.execute("RELEASE tenure_bulk")
-
-
-@functools.lru_cache(maxsize=64)
-def _insert_rows_sql(used: tuple[int, ...]) -> str:
-    return Q.insert_rows(tuple(Q.INSERT_ROWS_OPTIONAL[i] for i in used))
-
-
-def _insert_rows(jobs: Sequence[NewJob], now: int) -> tuple[str, list[tuple]]:
-    """The bulk INSERT for ``jobs`` and its rows, each the values of one JSON array element
-    (:func:`Q.insert_rows`): the optional columns named are those some job sets; a job's values
-    are the ones Q.INSERT would write."""
-    rows = [(j.id, j.kind, j.payload, now + j.delay_ms if j.run_at is None else j.run_at, j.max_attempts, now,
-             j.queue, j.priority, j.policy) for j in jobs]
-    options = [_OPTIONAL_OF(j) for j in jobs]
-    if options.count(_NO_OPTIONS) == len(options):  # the usual bulk: no option set
-        return _insert_rows_sql(()), rows
-    used = tuple(i for i in range(len(_NO_OPTIONS)) if any(o[i] is not None for o in options))
-    extra = [[o[i] for i in used] for o in options]
-    if _BACKOFF in used:
-        at = used.index(_BACKOFF)
-        for e in extra:
-            e[at] = None if e[at] is None else int(e[at])
-    return _insert_rows_sql(used), [row + tuple(e) for row, e in zip(rows, extra, strict=True)]
 
 
 def _claim_order(row: JobRow) -> tuple:

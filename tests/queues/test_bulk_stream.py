@@ -70,7 +70,7 @@ def test_a_sqlite_bulk_names_only_the_columns_its_rows_set():
     """SQLite's bulk INSERT names the optional columns some row of the batch sets, and no other:
     each column a row carries costs it time, NULL or not (the rows it stores are the test above)."""
     from tenure.engine.rows import NewJob
-    from tenure.engine.sqlite.session import _insert_rows
+    from tenure.engine.sqlite.bulk_insert import _insert_rows
 
     def columns(sql: str) -> list[str]:
         return re.search(r"INSERT INTO tenure_jobs \(([^)]*)\)", sql).group(1).split(", ")

@@ -22,14 +22,25 @@ def _all_done(store, ids) -> bool:
     return all(store.jobs.get(i).state == "done" for i in ids)
 
 
-def test_a_backlog_larger_than_the_slots_drains_without_polls(engine_url):
+def _boom(payload, ctx):
+    raise RuntimeError("no")
+
+
+@pytest.mark.parametrize("outcome", ["done", "dead"])
+def test_a_backlog_larger_than_the_slots_drains_without_polls(engine_url, outcome):
+    """Completions refill their slots in their own transaction while the backlog lasts; failures
+    settled dead refill nothing, and their freed slots are claimed for at once (the store wakes
+    its workers after a failure, and a slot freed after a full claim wakes the dispatcher)."""
     store = tenure.connect(engine_url)
-    ids = [store.jobs.enqueue("noop", i) for i in range(24)]
-    w = store.jobs.create_worker({"noop": lambda payload, ctx: None}, concurrency=2, poll_interval=HOUR)
+    ids = [store.jobs.enqueue("noop", i, max_attempts=1) for i in range(24)]
+    handler = (lambda payload, ctx: None) if outcome == "done" else _boom
+    w = store.jobs.create_worker({"noop": handler}, concurrency=2, poll_interval=HOUR)
     try:
         w.start()
-        wait_for(lambda: _all_done(store, ids), timeout=30, what="the backlog drained")
-        assert w.stats()["polls"] == 0 and w.stats()["completions"] == 24
+        wait_for(lambda: all(store.jobs.get(i).state == outcome for i in ids), timeout=30,
+                 what="the backlog drained")
+        assert w.stats()["polls"] == 0
+        assert w.stats()["completions" if outcome == "done" else "failures"] == 24
     finally:
         w.stop(grace=2)
         store.close()

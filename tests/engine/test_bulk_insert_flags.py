@@ -32,3 +32,27 @@ def test_a_bulk_of_new_ids_flags_every_row(store):
         got = s.job_insert([_job(f"n{i}") for i in range(10_050)], None)  # more than one chunk on SQLite
     assert len(got) == 10_050 and all(g.inserted for g in got)
     assert [g.id for g in got] == [f"n{i}" for i in range(10_050)]
+
+
+def test_a_sqlite_bulk_on_a_callers_implicit_transaction_is_undone_by_its_rollback(tmp_path):
+    """The outbox on SQLite: ``enqueue_many(conn=)`` on a driver connection in its implicit-
+    transaction mode writes inside the caller's transaction, so the caller's rollback undoes it
+    (the bulk's savepoint must not be the outermost one, whose RELEASE would commit)."""
+    import sqlite3
+
+    import tenure
+
+    path = tmp_path / "outbox.db"
+    store = tenure.connect(f"sqlite:///{path}")
+    try:
+        conn = sqlite3.connect(path)
+        ids = store.jobs.enqueue_many([{"kind": "k"}, {"kind": "k"}], conn=conn)
+        assert conn.in_transaction
+        conn.rollback()
+        assert all(store.jobs.get(i) is None for i in ids)
+        ids = store.jobs.enqueue_many([{"kind": "k"}, {"kind": "k"}], conn=conn)
+        conn.commit()
+        conn.close()
+        assert all(store.jobs.get(i) is not None for i in ids)
+    finally:
+        store.close()

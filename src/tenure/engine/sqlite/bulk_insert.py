@@ -43,6 +43,11 @@ def _bulk_written(conn: sqlite3.Connection, sql: str, chunks: list[str], count: 
     every row was written (the usual bulk, read from the rowcounts alone), else the ids this call
     wrote, read by undoing the statements and running them again with ``RETURNING id`` (an id
     that existed before is then not among them; ``ON CONFLICT DO NOTHING`` skipped it)."""
+    if conn.isolation_level is not None and not conn.in_transaction:
+        # A caller's connection in the driver's implicit-transaction mode (the outbox): its first
+        # INSERT would have opened the caller's transaction. Open it here, or the savepoint would be
+        # the outermost one and RELEASE would commit the rows behind the caller's back.
+        conn.execute("BEGIN")
     conn.execute("SAVEPOINT tenure_bulk")
     try:
         # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.

@@ -1,7 +1,8 @@
 """The engine contract is declared in one place and kept (docs/architecture.md, "The layers").
 
-- Every session method a dialect offers is declared on :class:`tenure.engine.base.Session`, and
-  both dialects implement every declared one with the same parameters (names, kinds, defaults).
+- Every session method a dialect offers is declared on :class:`tenure.engine.base.Session` (itself
+  or the two halves it is made of, ``engine/job_contract.py`` and ``engine/admin_contract.py``,
+  each name once), and both dialects implement every declared one with the same parameters (names, kinds, defaults).
 - Code above ``engine/`` calls only declared session methods and touches no private member of a
   session.
 - Code above ``engine/`` reads what a session answers by field name, never by position: no integer
@@ -24,7 +25,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tenure.engine import rows as engine_rows
+from tenure.engine.admin_contract import AdminContract
 from tenure.engine.base import Session
+from tenure.engine.job_contract import JobContract
 from tenure.engine.postgres.session import PostgresSession
 from tenure.engine.sqlite.session import SQLiteSession
 
@@ -34,14 +37,25 @@ ROW, MANY = "row", "many"
 NOT_ROWS = {"execute", "connection"}
 #: Places that may read a session answer by position, with the reason. Keep it small.
 ALLOWED: dict[tuple[str, str], str] = {}
+#: The classes that declare the contract: Session and the halves it is made of.
+CONTRACT: tuple[type, ...] = tuple(k for k in Session.__mro__ if k.__module__.startswith("tenure.engine."))
+
+
+def _members() -> dict[str, object]:
+    """Every public member declared by a class of :data:`CONTRACT` (methods, properties, and
+    annotated or assigned attributes), by name."""
+    out: dict[str, object] = {}
+    for klass in CONTRACT:
+        for name, member in [*vars(klass).items(), *((n, None) for n in vars(klass).get("__annotations__", {}))]:
+            if not name.startswith("_"):
+                out.setdefault(name, member)
+    return out
 
 
 def _declared() -> dict[str, str]:
     """Every public member of Session, and what its answer is: a row, many rows, or neither ("")."""
     out: dict[str, str] = {}
-    for name, member in vars(Session).items():
-        if name.startswith("_"):
-            continue
+    for name, member in _members().items():
         kind = ""
         if callable(member) and name not in NOT_ROWS:
             ret = str(inspect.signature(member).return_annotation)
@@ -50,7 +64,6 @@ def _declared() -> dict[str, str]:
             elif re.search(r"\b(R\.\w+|JobRow|tuple)\b", ret):
                 kind = ROW
         out[name] = kind
-    out.update({name: "" for name in Session.__annotations__})
     return out
 
 
@@ -243,8 +256,25 @@ def test_no_positional_read_of_a_session_answer_above_the_engine() -> None:
         f"  src/tenure/{rel}:{line}: {what}" for rel, line, what in found)
 
 
+def test_the_contract_is_session_and_its_two_halves_each_name_declared_once() -> None:
+    """The split declaration is read whole: Session is made of exactly these halves, no half
+    declares a name another already does (one would shadow the other), and every public name a
+    Session offers is declared by one of them."""
+    assert set(CONTRACT) == {Session, JobContract, AdminContract}, CONTRACT
+    owners: dict[str, list[str]] = {}
+    for klass in CONTRACT:
+        names = {*vars(klass), *vars(klass).get("__annotations__", {})}
+        for name in names:
+            if not name.startswith("_"):
+                owners.setdefault(name, []).append(klass.__name__)
+    twice = {name: where for name, where in owners.items() if len(where) > 1}
+    assert not twice, f"declared in more than one place: {twice}"
+    assert {name for name in dir(Session) if not name.startswith("_")} <= set(DECLARED)
+    assert len(DECLARED) > 80, "the declaration read too few names to be the whole contract"
+
+
 def test_both_dialects_implement_every_declared_method_with_its_parameters() -> None:
-    declared = {name for name in [*vars(Session), *Session.__annotations__] if not name.startswith("_")}
+    declared = set(DECLARED)
     for dialect in (SQLiteSession, PostgresSession):
         offered = {name for name in dir(dialect) if not name.startswith("_")}
         assert offered - declared == set(), f"{dialect.__name__} offers undeclared methods"
@@ -292,7 +322,7 @@ def test_code_above_the_engine_calls_only_declared_session_methods() -> None:
     uses = list(_session_uses())
     assert len(uses) > 100, "the walk found too few session calls to be looking at the right thing"
     undeclared = [u for u in uses if u.text.split(".", 1)[1] not in DECLARED]
-    assert not undeclared, "declare these on engine/base.py Session (or call a declared one):\n" + "\n".join(
+    assert not undeclared, "declare these on the Session contract, engine/job_contract.py or engine/admin_contract.py (or call a declared one):\n" + "\n".join(
         f"  src/tenure/{u.rel}:{u.line}: {u.text}" for u in undeclared)
 
 

@@ -61,6 +61,7 @@ import tenure
 from tenure.cli.worker import default_concurrency
 
 from . import machine
+from .peer_process import stderr_tail, worker_process
 from .peers_calls import measure_enqueue_one, measure_latency, summarize_calls
 from .scenarios import Prepared
 from .targets import PostgresTarget, SQLiteTarget, Target, verify_store
@@ -583,18 +584,14 @@ def measure(system: System, n: int) -> dict[str, Any]:
     fill = system.prepare(n)
     timeout = max(120.0, n / 50)
     argv, env = system.command()
-    stderr = tempfile.TemporaryFile("w+")
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                            env=env, cwd=ROOT)
-    try:
+    with worker_process(system, argv, env, ROOT) as (proc, stderr):
         assert proc.stdin is not None and proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT_S)
         line = proc.stdout.readline() if ready else "(no answer in time)"
         if line.strip() != "ready":
             proc.kill()
             proc.wait(timeout=30)
-            stderr.seek(0)
-            raise RuntimeError(f"{system.label} worker did not start: {line!r} {stderr.read()[-3000:]}")
+            raise RuntimeError(f"{system.label} worker did not start: {line!r} {stderr_tail(stderr)}")
         cpu0 = proc_cpu_seconds(proc.pid)
         t0 = time.perf_counter()
         proc.stdin.write("go\n")
@@ -603,16 +600,9 @@ def measure(system: System, n: int) -> dict[str, Any]:
         cpu1 = proc_cpu_seconds(proc.pid)
         stdout, _ = proc.communicate("stop\n", timeout=120)
         if proc.returncode != 0:
-            stderr.seek(0)
-            raise RuntimeError(f"{system.label} worker exited {proc.returncode}: {stderr.read()[-3000:]}")
+            raise RuntimeError(f"{system.label} worker exited {proc.returncode}: {stderr_tail(stderr)}")
         report = system.report(stdout)
         ver = system.verify(n, report)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        stderr.close()
-        system.discard()
     if secs is None:
         ver["ok"] = False
         ver["failures"].append(f"timed out after {timeout:.0f} s with {done} of {n} done")

@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
-import tempfile
 import time
 from typing import Any
+
+from .peer_process import stderr_tail, worker_process
 
 POLL_S = 0.01
 
@@ -58,16 +59,12 @@ def measure_enqueue_one(system: Any, n: int, root: str) -> dict[str, Any]:
 def measure_latency(system: Any, n: int, gap_ms: float, root: str) -> dict[str, Any]:
     """One latency run of ``n`` jobs, one every ``gap_ms``, into an idle worker of ``system``."""
     system.prepare_empty()
-    stderr = tempfile.TemporaryFile("w+")
     argv, env = system.calls_argv("lwork", *system.lwork_args())
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                            env=env, cwd=root)
-    try:
+    with worker_process(system, argv, env, root) as (proc, stderr):
         assert proc.stdin is not None and proc.stdout is not None
         line = proc.stdout.readline()
         if line.strip() != "ready":
-            stderr.seek(0)
-            raise RuntimeError(f"{system.label} latency worker did not start: {line!r} {stderr.read()[-3000:]}")
+            raise RuntimeError(f"{system.label} latency worker did not start: {line!r} {stderr_tail(stderr)}")
         eargv, eenv = system.calls_argv("lenqueue", str(n), str(int(gap_ms * 1000)))
         enq = subprocess.run(eargv, capture_output=True, text=True, timeout=max(300, n * gap_ms / 100),
                              env=eenv, cwd=root)
@@ -78,16 +75,9 @@ def measure_latency(system: Any, n: int, gap_ms: float, root: str) -> dict[str, 
             time.sleep(POLL_S)
         stdout, _ = proc.communicate("stop\n", timeout=120)
         if proc.returncode != 0:
-            stderr.seek(0)
-            raise RuntimeError(f"{system.label} latency worker exited {proc.returncode}: {stderr.read()[-3000:]}")
+            raise RuntimeError(f"{system.label} latency worker exited {proc.returncode}: {stderr_tail(stderr)}")
         rep = _last_json(stdout)
         done = system.done()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        stderr.close()
-        system.discard()
     lat = rep.get("lat_ms", [])
     failures = []
     if done != n:

@@ -36,24 +36,34 @@ def _names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
     return out
 
 
+def _default(name: str) -> str:
+    """The help text's default of Config field ``name``, read from the code (and --quick's, where
+    it differs), so the help cannot go stale when a default changes."""
+    def text(cfg: Config) -> str:
+        value = getattr(cfg, name)
+        return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    full, quick = text(Config()), text(QUICK)
+    return f"default {full}" + ("" if quick == full else f"; --quick {quick}")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--engine", default="sqlite",
                    type=lambda t: _names(t, ("sqlite", "postgres"), "engine"),
                    help="sqlite, postgres, or both: sqlite,postgres (default sqlite)")
-    p.add_argument("--jobs", type=int, help="jobs per throughput run (default 20000; --quick 1000)")
-    p.add_argument("--concurrency", type=_ints, help="worker concurrencies to drain at (default 1,4,16,32,64)")
+    p.add_argument("--jobs", type=int, help=f"jobs per throughput run ({_default('jobs')})")
+    p.add_argument("--concurrency", type=_ints, help=f"worker concurrencies to drain at ({_default('concurrency')})")
     p.add_argument("--scenarios", type=lambda t: _names(t, ALL_SCENARIOS, "scenario"),
                    help=f"comma-separated subset of: {', '.join(ALL_SCENARIOS)} (default all)")
-    p.add_argument("--repeat", type=int, help="repetitions of each throughput run; the median is reported")
-    p.add_argument("--depths", type=_ints, help="queue depths for the claim-cost scenario (default 10000,1000000)")
-    p.add_argument("--depth-claims", type=int, help="claims timed at each depth (default 2000)")
-    p.add_argument("--latency-samples", type=int, help="enqueue->start samples per variant (default 200)")
-    p.add_argument("--processes", type=int, help="worker processes of the PostgreSQL multi-process drain (2)")
-    p.add_argument("--process-concurrency", type=int, help="concurrency of each of those processes (64)")
+    p.add_argument("--repeat", type=int, help=f"repetitions of each throughput run; the median is reported ({_default('repeat')})")
+    p.add_argument("--depths", type=_ints, help=f"queue depths for the claim-cost scenario ({_default('depths')})")
+    p.add_argument("--depth-claims", type=int, help=f"claims timed at each depth ({_default('depth_claims')})")
+    p.add_argument("--latency-samples", type=int, help=f"enqueue->start samples per variant ({_default('latency_samples')})")
+    p.add_argument("--processes", type=int, help=f"worker processes of the PostgreSQL multi-process drain ({_default('processes')})")
+    p.add_argument("--process-concurrency", type=int, help=f"concurrency of each of those processes ({_default('process_concurrency')})")
     p.add_argument("--churn-jobs", type=int,
-                   help="churn: jobs the table serves before the measured drain (default 200000; "
+                   help=f"churn: jobs the table serves before the measured drain ({_default('churn_jobs')}; "
                         "the target asks for 1000000)")
     p.add_argument("--no-analyze", action="store_true",
                    help="PostgreSQL: do not ANALYZE a filled queue before the throughput runs")

@@ -36,6 +36,7 @@ from .cancel_watch import CancelRequests, CancelWatch
 from .completer import SETTLERS_MVCC, Completer
 from .keeper import Keeper
 from .lifecycle import DETACHED, SETTLED
+from .slots import SlotPool
 from .state import _new_instance
 
 log = logging.getLogger("tenure.worker")
@@ -120,7 +121,7 @@ class Worker(Completer, Keeper, CancelRequests):
         self._backlog = False
         self._held = False
         self._quarantine = None
-        self._slots = _queue.SimpleQueue()
+        self._slots = SlotPool()
         self._done = _queue.SimpleQueue()
         self._loop = None
         self._watch_thread = None
@@ -232,8 +233,7 @@ class Worker(Completer, Keeper, CancelRequests):
         for t in (*self._settlers, keeper):
             if t is not me:
                 self._join_cutting(t, self, cut_at)
-        for _ in range(self.concurrency):
-            self._slots.put(None)
+        self._slots.close()
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._watch_thread is not None and self._watch_thread is not me:

@@ -1,46 +1,59 @@
 """The executor: runs each attempt's handler, on a slot thread (sync) or the worker's event
-loop (async), and hands what it returned or raised to the completer."""
+loop (async), and hands what it returned or raised to the completer.
+
+Sync attempts reach the slot threads through a :class:`~tenure.worker.slots.SlotPool`: a slot
+thread that finishes a handler takes the next queued attempt itself instead of parking."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import logging
-import queue as _queue
+import threading
 from typing import Any
 
 from .. import _validate as v
 from ..errors import (
     UnstorableValue,
 )
-from ..tracing import run_span
+from ..tracing import run_span, run_span_or_none
 from .attempt import _RUNNING, SHUTDOWN, Attempt
 from .lifecycle import DETACHED, RUNNING, SETTLING
+from .slots import SlotPool
 from .state import WorkerState
 
 log = logging.getLogger("tenure.worker")
 
+
 class Executor(WorkerState):
     """Runs handlers (see the module docstring)."""
 
-    def _slot(self, slots: _queue.SimpleQueue) -> None:
-        get = slots.get
+    def _slot(self, slots: SlotPool) -> None:
+        gate = threading.Lock()  # this thread parks on it (see SlotPool.take)
+        gate.acquire()
+        take, finish, running = slots.take, self._finish, _RUNNING
         while True:
-            attempt = get()
+            attempt = take(gate)
             if attempt is None:
                 return
-            _RUNNING.attempt = attempt  # see Attempt.cancel_by_operator
+            running.attempt = attempt  # see Attempt.cancel_by_operator
             try:
-                with run_span(attempt.job, attempt.lease.attempt):
+                span = run_span_or_none(attempt.job, attempt.lease.attempt)
+                if span is None:  # no trace to record: no context manager either
                     result = attempt.handler(attempt.job.payload, attempt.ctx)
-                    if inspect.isawaitable(result):
+                    if result is not None and inspect.isawaitable(result):
                         result = asyncio.run(_await(result))
+                else:
+                    with span:
+                        result = attempt.handler(attempt.job.payload, attempt.ctx)
+                        if result is not None and inspect.isawaitable(result):
+                            result = asyncio.run(_await(result))
             except BaseException as exc:  # noqa: BLE001 - a handler cannot break the loop (6.22)
-                _RUNNING.attempt = None
-                self._finish(attempt, False, exc)
+                running.attempt = None
+                finish(attempt, False, exc)
             else:
-                _RUNNING.attempt = None
-                self._finish(attempt, True, result)
+                running.attempt = None
+                finish(attempt, True, result)
 
     async def _run_async(self, attempt: Attempt) -> None:
         task = attempt.task = asyncio.current_task()

@@ -319,8 +319,7 @@ class Producer(Executor):
                 asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
             else:
                 sync.append(attempt)
-        put = self._slots.put
-        for attempt in sync:
-            put(attempt)
+        if sync:
+            self._slots.put_many(sync)
         if wake:
             self._wake.set()

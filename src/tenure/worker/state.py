@@ -28,6 +28,7 @@ from .attempt import Attempt
 from .config import MAX_CLAIM_BATCH as MAX_CLAIM_BATCH  # re-exported
 from .config import WorkerConfig
 from .events import Milestones
+from .slots import SlotPool
 
 if TYPE_CHECKING:
     from ..maintenance import Maintainer
@@ -64,7 +65,7 @@ class WorkerState:
     # A job reclaimed from an expired lease (its last worker was lost, maybe BY it) runs alone:
     # while it runs, this worker claims nothing more (docs/guarantees.md, "Liveness").
     _quarantine: Attempt | None
-    _slots: _queue.SimpleQueue
+    _slots: SlotPool
     _done: _queue.SimpleQueue
     _loop: asyncio.AbstractEventLoop | None
     _settle_target: int

@@ -11,16 +11,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
-
-try:
-    import fcntl
-except ImportError:  # not on Windows: every watcher waits, as before waiters
-    fcntl = None  # type: ignore[assignment]
 
 from ... import durations
 from ...errors import (
@@ -40,143 +34,9 @@ from ...errors import (
 )
 from ..base import Engine
 from ..migrate import LATEST_VERSION_HINT, load_migrations, split_statements
-from ..waiter import LeadingWatcher, lead_digest
 from . import queries as Q
 from .session import SQLiteSession, _wall_ms
-
-#: How long the store's connection may stay busy before a watcher falls back to its private
-#: connection's ``data_version`` (which every commit moves, this store's quiet ones included).
-BUSY_FALLBACK_S = 0.05
-
-
-class SQLiteWatcher(LeadingWatcher):
-    """Polls ``PRAGMA data_version`` on a private connection: it changes when ANY other
-    connection (another process, or this process's shared one) commits. Cheap: no table read.
-
-    The waiter lock (:meth:`LeadingWatcher.lead`) is an ``flock`` on a small file beside the database
-    (``<file>-waiter-<hex of the key>``): the kernel drops it when its holder's process dies,
-    however it dies. A watcher that is not the waiter does not poll at all."""
-
-    def __init__(self, path: str, uri: bool, interval: float, engine: SQLiteEngine | None = None) -> None:
-        self._lock = threading.Lock()  # close() never races a PRAGMA on another thread (segfault)
-        self._conn = sqlite3.connect(path, uri=uri, check_same_thread=False, isolation_level=None)
-        self._interval = interval
-        self._closed = threading.Event()
-        self._last = self._version()
-        # The store's own connection, when given (SQLiteEngine.own_data_version): its commits
-        # are seen through loud_commits, only those that may have made a job claimable.
-        self._engine = engine
-        self._own = None if engine is None else engine.own_data_version()
-        self._loud = 0 if engine is None else engine.loud_commits
-        self._busy_since: float | None = None
-        self._path = None if uri else path  # a URI (read-only form) takes no part in leading
-        self._lead_fd: int | None = None  # the open waiter file of the key last asked for
-        self._lead_name = ""
-        self._leading = False
-        self._following = False
-
-    def _version(self) -> int:
-        with self._lock:
-            if self._closed.is_set():
-                raise sqlite3.ProgrammingError("watcher closed")
-            return self._conn.execute("PRAGMA data_version").fetchone()[0]
-
-    def wait(self, timeout: float) -> bool:
-        if self._following:  # another watcher waits for this key: nothing to poll
-            self._closed.wait(max(timeout, 0.0))
-            return False
-        deadline = time.monotonic() + timeout
-        while not self._closed.is_set():
-            try:
-                if self._changed():
-                    return True
-            except sqlite3.Error:
-                return False
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            if self._closed.wait(min(self._interval, remaining)):
-                return False
-        return False
-
-    def _changed(self) -> bool:
-        """Whether another connection committed, or this store made a loud commit, since the last
-        call. The store's connection busy for :data:`BUSY_FALLBACK_S`: the private connection
-        decides (it also sees this store's quiet commits: at worst an empty claim)."""
-        engine = self._engine
-        if engine is not None:
-            own = engine.own_data_version()
-            if own is not None:
-                self._busy_since = None
-                loud = engine.loud_commits
-                if own != self._own or loud != self._loud:
-                    self._own, self._loud = own, loud
-                    return True
-                return False
-            now = time.monotonic()
-            if self._busy_since is None:
-                self._busy_since = now
-            if now - self._busy_since < BUSY_FALLBACK_S:
-                return False
-        v = self._version()
-        if v != self._last:
-            self._last = v
-            return True
-        return False
-
-    def lead(self, key: str) -> bool:
-        if self._leading:
-            return True
-        if self._path is None or fcntl is None:
-            return True  # no lock to take: wait as every watcher did
-        with self._lock:
-            if self._closed.is_set():
-                return False
-            name = f"{self._path}-waiter-{lead_digest(key).hex()}"
-            if name != self._lead_name:
-                self._close_lead_file()
-                try:
-                    self._lead_fd = os.open(name, os.O_RDWR | os.O_CREAT, 0o666)
-                except OSError:
-                    self._following = False
-                    return True  # no file beside the database (a read-only directory): wait
-                self._lead_name = name
-            try:
-                fcntl.flock(self._lead_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[arg-type]
-            except OSError:
-                self._following = True  # held by another watcher
-                return False
-            self._leading, self._following = True, False
-            return True
-
-    def follow(self) -> None:
-        with self._lock:
-            if self._leading and self._lead_fd is not None:
-                try:
-                    fcntl.flock(self._lead_fd, fcntl.LOCK_UN)
-                except OSError:
-                    pass
-            self._leading = False
-            self._following = self._lead_fd is not None
-
-    def _close_lead_file(self) -> None:
-        """Close the waiter file (which drops its lock, if held); called holding ``_lock``."""
-        fd, self._lead_fd, self._lead_name = self._lead_fd, None, ""
-        self._leading = False
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        self._closed.set()
-        with self._lock:
-            self._close_lead_file()
-            try:
-                self._conn.close()
-            except sqlite3.Error:
-                pass
+from .watch import IDLE_BOUND_S, Poker, SQLiteWatcher
 
 
 def _busy_timeout(keyword: Any, keyword_ms: Any, query: dict[str, str]) -> float:
@@ -239,6 +99,11 @@ class SQLiteEngine(Engine):
         #: as opposed to claims and plain completions. A watcher wakes on it as on another
         #: connection's commit (:meth:`own_data_version`).
         self.loud_commits = 0
+        #: Wakes the waiters of other processes (and this one's) after a loud commit
+        #: (:class:`~tenure.engine.sqlite.watch.Poker`); made at the first loud commit.
+        self._poker: Poker | None = None
+        #: The longest an idle waiter of this store goes between two ``data_version`` polls.
+        self.watch_idle_bound = IDLE_BOUND_S
         self._conn: sqlite3.Connection | None = None
         self._closed = False
 
@@ -338,6 +203,9 @@ class SQLiteEngine(Engine):
 
     def close(self) -> None:
         self._closed = True
+        poker, self._poker = self._poker, None
+        if poker is not None:
+            poker.close()
         with self.gate:
             if self._conn is not None:
                 try:
@@ -363,6 +231,7 @@ class SQLiteEngine(Engine):
     @contextmanager
     def session(self, cancel: threading.Event | None = None) -> Iterator[SQLiteSession]:
         self._acquire(cancel)
+        loud = self.loud_commits
         try:
             conn = self._live()
             before = conn.total_changes
@@ -375,10 +244,13 @@ class SQLiteEngine(Engine):
                 self._count_loud(conn, before, session)
         finally:
             self.gate.release()
+            if self.loud_commits != loud:
+                self._poke()
 
     @contextmanager
     def transaction(self, cancel: threading.Event | None = None) -> Iterator[SQLiteSession]:
         self._acquire(cancel)
+        loud = self.loud_commits
         try:
             conn = self._live()
             before = conn.total_changes
@@ -395,6 +267,18 @@ class SQLiteEngine(Engine):
             conn.execute("COMMIT")
         finally:
             self.gate.release()
+            if self.loud_commits != loud:
+                self._poke()
+
+    def _poke(self) -> None:
+        """After a loud commit, outside the gate: wake the waiters of this file in every process
+        (docs/operations.md, "Files beside a SQLite database"). Never raises."""
+        poker = self._poker
+        if poker is None:
+            if self.path == ":memory:" or self.read_only or self._closed:
+                return
+            poker = self._poker = Poker(self.path)
+        poker.poke()
 
     def _count_loud(self, conn: sqlite3.Connection, before: int, session: SQLiteSession) -> None:
         """Called holding the gate, as a session ends: count it in :attr:`loud_commits` when it
@@ -449,7 +333,7 @@ class SQLiteEngine(Engine):
             raise StorageError("cross-process watching needs a file, not :memory:")
         if self.read_only:
             return SQLiteWatcher(self._ro_target or f"file:{self.path}?mode=ro", True, self.watch_interval)
-        return SQLiteWatcher(self.path, False, self.watch_interval, self)
+        return SQLiteWatcher(self.path, False, self.watch_interval, self, self.watch_idle_bound)
 
     def reset_for_tests(self) -> None:
         with self.session() as s:

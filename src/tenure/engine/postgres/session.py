@@ -97,6 +97,8 @@ log = logging.getLogger("tenure.engine.postgres")
 #: with one INSERT ... SELECT (Q.INSERT_STAGED); below it, one INSERT_MANY statement costs fewer
 #: round trips (measured: docs/performance.md).
 COPY_MIN_ROWS = 64
+#: Reusable cursors of a pooled connection for the claim and settle path (see :func:`_cursor`).
+SETTLE_CURSORS = 3
 
 
 class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMaintenanceMixin, PostgresInsightsMixin, SharedMethods, Session):
@@ -168,7 +170,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         return None if row is None else row[0]
 
     def job_get(self, job_id: str) -> JobRow | None:
-        return job_row(self._conn.execute(Q.GET, {"id": job_id}).fetchone())
+        return job_row(_cursor(self._conn, 0).execute(Q.GET, {"id": job_id}).fetchone())
 
     def job_claim(self, *, kinds, queues, owner, lease_ms, now, limit, instance=None) -> list[JobRow]:
         return self._claim(kinds, queues, owner, lease_ms, now, limit, None, instance).claimed
@@ -203,11 +205,12 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         with _atomic(conn) if expect_limits else nullcontext():
             with _pipelined(conn):
                 if settle:
-                    done_cur = conn.execute(Q.COMPLETE, _complete_params(settle, now))
-                limits_cur = conn.execute(Q.QUEUE_LIMITS)
+                    done_cur = _cursor(conn, 0).execute(Q.COMPLETE, _complete_params(settle, now))
+                limits_cur = _cursor(conn, 1).execute(Q.QUEUE_LIMITS)
                 if speculate:
-                    main_cur = conn.execute(_claim_sql(kinds, queues, limit=limit, copies=queues is not None),
-                                            _claim_params(kinds, queues, owner, lease_ms, now, limit, instance))
+                    main_cur = _cursor(conn, 2).execute(
+                        _claim_sql(kinds, queues, limit=limit, copies=queues is not None),
+                        _claim_params(kinds, queues, owner, lease_ms, now, limit, instance))
             done = set() if done_cur is None else {r[0] for r in done_cur.fetchall()}
             limits = limits_cur.fetchall()
             conn._tenure_limited = frozenset(lim[0] for lim in limits)
@@ -300,7 +303,7 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
     def job_complete(self, items: Sequence[Settle], now: int | None) -> set[str]:
         if not items:
             return set()
-        return {r[0] for r in self._conn.execute(Q.COMPLETE, _complete_params(items, now)).fetchall()}
+        return {r[0] for r in _cursor(self._conn, 0).execute(Q.COMPLETE, _complete_params(items, now)).fetchall()}
 
     def job_fail(self, items: Sequence[Settle], now: int | None) -> list[JobRow]:
         if not items:
@@ -405,6 +408,14 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
     @property
     def connection(self) -> psycopg.Connection:
         return self._conn
+
+
+def _cursor(conn: psycopg.Connection, n: int) -> psycopg.Cursor:
+    """The ``n``-th of a pooled connection's reusable cursors (engine._stamp_new), or a new one
+    on a connection tenure did not open. A statement on it must be read to the end before the next
+    statement on the same ``n`` is sent (in a pipeline: one statement per cursor)."""
+    cursors = getattr(conn, "_tenure_cursors", None)
+    return conn.cursor() if cursors is None else cursors[n]
 
 
 def _insert_params(j: NewJob, now: int | None) -> dict[str, Any]:

@@ -1,6 +1,6 @@
-"""A queue's settings checked once: each option's verdict (positive seconds, limits, rates,
-fairness, policy; :mod:`tenure.enqueue_options` says which option takes which) and the
-dead-letter chain without cycles."""
+"""A queue's settings checked once: each option's verdict (limits, rates, fairness, policy; a
+duration's is :func:`tenure.durations.ms`, through :mod:`tenure.enqueue_options`, which says which
+option takes which) and the dead-letter chain without cycles."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 from . import _validate as v
-from . import durations
 from .errors import DeadLetterCycle, InvalidArgument, InvalidType
 from .rate_window import parse_rate
 
@@ -19,13 +18,6 @@ POLICIES: tuple[str, ...] = ("standard", "short", "singleton", "stately", "exclu
 FAIRNESS: tuple[str, ...] = ("round_robin",)
 
 _LIMIT_MAX = 1_000_000
-
-
-def _seconds(value: Any, what: str, *, positive: bool = False) -> int | None:
-    ms = durations.ms(value, what)
-    if positive and ms is not None and ms <= 0:
-        raise InvalidArgument(f"{what} must be more than 0 seconds, got {value}")
-    return ms
 
 
 def _flag(value: Any, what: str) -> bool | None:

@@ -67,8 +67,9 @@ class Park(Snooze):
     send wakes it earlier. ``children``: the settlement of its last child wakes it earlier.
     ``saves``: ``(checkpoint node id, value)`` pairs saved in the parking transaction.
     ``any_of``: child job ids (started with ``each`` wake-ups) of which the first to settle wakes
-    it (a distributed flow's node jobs). Not meant
-    to be caught: a handler that swallows it keeps its slot and its step never completes."""
+    it (a distributed flow's node jobs). Not meant to be caught: a handler that swallows it (an
+    ``except Exception:`` around a step) goes on past the step as if it had finished, with nothing
+    recorded (docs/workflows.md)."""
 
     def __init__(self, until_ms: int, *, signals: Iterable[str] = (), children: bool = False,
                  saves: Iterable[tuple[str, Any]] = (), any_of: Iterable[str] = ()) -> None:

@@ -166,6 +166,9 @@ def _fill(base: str, schema: str, depth: int, history: int = 0, gen: Generation 
             with _raw(base, schema) as conn:
                 gen.lower(conn)
                 lsn0 = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+                gen.wal_peak = 0
+                gen.watch(conn)
+                out["wal_dir_start_mb"] = round(gen.wal_peak / 2**20)
                 now = int(time.time() * 1000)
                 t0 = time.perf_counter()
                 # The finished jobs were made (and settled ms later) over the 5 days before the
@@ -237,8 +240,11 @@ def _retention(base: str, schema: str, n: int) -> dict[str, Any]:
                                      "pg_total_relation_size('tenure_jobs')").fetchone())
 
         old = int(time.time() * 1000) - 8 * 86_400_000
+        # The first pending jobs in claim order (its index; by id, the walk would cross every
+        # finished row of a --history table first).
         conn.execute("UPDATE tenure_jobs SET state = 'done', updated_at = %s WHERE id IN (SELECT id FROM "
-                     "tenure_jobs WHERE state = 'pending' ORDER BY id LIMIT %s)", (old, n))
+                     "tenure_jobs WHERE state IN ('pending', 'failed') AND waiting_on = 0 "
+                     "ORDER BY priority DESC, run_at, created_at, id LIMIT %s)", (old, n))
         conn.execute("VACUUM (ANALYZE) tenure_jobs")
         before = size()
         m = st.maintenance

@@ -4,10 +4,14 @@ instead of 96 and a second claim by the dispatcher. Exactly-once and spec 6.3 ho
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
+import types
 
+from tenure.worker import core
 from tenure.worker.state import MAX_CLAIM_BATCH
+from tests.worker._wk import wait_for
 
 
 def _stalled(store, worker) -> str:
@@ -108,3 +112,52 @@ def test_settlers_split_the_batches_of_many_slots(any_store, make_worker):
     assert sorted(seen) == list(range(n)) and sum(batches) == n
     if not any_store.engine.exclusive_gate:
         assert max(batches) <= 128
+
+
+class _LostWakeUps(queue.SimpleQueue):
+    """A ``SimpleQueue`` whose timed ``get`` behaves as CPython's before 3.13 does when another
+    reader takes the item each put wakes it for: it does not come back at its timeout (its next
+    wait has none and lasts until a later put); here, until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.released = threading.Event()
+
+    def get(self, block: bool = True, timeout: float | None = None):
+        if block and timeout is not None:
+            self.released.wait()
+            raise queue.Empty
+        return super().get(block, timeout)
+
+
+def test_a_settler_gathering_a_batch_never_waits_on_another_settlers_wake_up(any_store, make_worker, monkeypatch):
+    """The 256-slot drain stall: a settler gathering a batch below its share (128 of 256 slots on
+    PostgreSQL) while another handler still ran waited for more with a timed ``get`` on the queue
+    both settlers read; when the other settler took the item that woke it, the wait outlived its
+    timeout until the next put, and after the last job of a drain there was none: its batch (92
+    jobs in the whole-suite stalls) never settled. Here every such wake-up is lost: the batch of
+    the finished job must settle anyway while the other job still runs."""
+    made: list[_LostWakeUps] = []
+
+    def lost_wake_ups() -> _LostWakeUps:
+        made.append(_LostWakeUps())
+        return made[-1]
+
+    monkeypatch.setattr(core, "_queue", types.SimpleNamespace(SimpleQueue=lost_wake_ups))
+    jobs = any_store.jobs
+    quick = jobs.enqueue("quick")
+    slow = jobs.enqueue("slow")
+    go = threading.Event()
+    w = make_worker(any_store, {"quick": lambda payload, ctx: None, "slow": lambda payload, ctx: go.wait(30)},
+                    concurrency=256, poll_interval=0.01)
+    w.start()
+    try:
+        wait_for(lambda: jobs.get(quick).state == "done", what="the quick job settled while the slow one runs")
+        assert jobs.get(slow).state == "leased"  # settled while the other job still ran
+        go.set()
+        wait_for(lambda: jobs.get(slow).state == "done", what="the slow job settled")
+    finally:
+        go.set()
+        for q in made:
+            q.released.set()  # the old settler is let go, so that stop() can join it
+    assert w.stop().drained

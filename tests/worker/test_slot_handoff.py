@@ -9,6 +9,7 @@ park on (never a timing); the worker tests run both engines.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 
@@ -180,3 +181,27 @@ def test_every_slot_thread_ends_at_stop_and_a_restart_gets_fresh_ones(any_store,
         for t in slots:
             t.join(10)
             assert not t.is_alive()
+
+
+def test_a_batch_of_async_attempts_wakes_the_event_loop_once(any_store, make_worker):
+    """Async attempts start with one wake-up of the worker's loop per claimed batch (a write to
+    its self-pipe), not one per attempt; each still runs exactly once."""
+    seen: list[int] = []
+
+    async def handler(payload, ctx):
+        await asyncio.sleep(0)
+        seen.append(payload)
+
+    outcomes = Outcomes()
+    w = make_worker(any_store, {"k": handler}, concurrency=40, poll_interval=0.05, on_outcome=outcomes,
+                    maintenance=False)
+    with w:
+        loop = w._loop
+        real = loop.call_soon_threadsafe
+        calls = []
+        loop.call_soon_threadsafe = lambda *a, **kw: calls.append(a[0]) or real(*a, **kw)
+        any_store.jobs.enqueue_many([{"kind": "k", "payload": i} for i in range(40)])
+        outcomes.wait(40)
+        loop.call_soon_threadsafe = real
+    assert sorted(seen) == list(range(40))
+    assert 1 <= len(calls) <= 4, calls  # one per claimed batch (was 40)

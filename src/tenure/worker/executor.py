@@ -55,6 +55,20 @@ class Executor(WorkerState):
                 running.attempt = None
                 finish(attempt, True, result)
 
+    def _spawn_async(self, attempts: list[Attempt]) -> None:
+        """Start a batch of async attempts on the worker's event loop with ONE wake-up of the loop:
+        ``run_coroutine_threadsafe`` per attempt wrote to the loop's self-pipe once per job."""
+        loop = self._loop
+        assert loop is not None  # started with the worker when any handler is async
+        for attempt in attempts:
+            attempt.loop = loop
+        loop.call_soon_threadsafe(self._start_tasks, loop, attempts)
+
+    def _start_tasks(self, loop: asyncio.AbstractEventLoop, attempts: list[Attempt]) -> None:
+        """On the event loop: a task per attempt (each keeps itself on its attempt, see below)."""
+        for attempt in attempts:
+            loop.create_task(self._run_async(attempt))
+
     async def _run_async(self, attempt: Attempt) -> None:
         task = attempt.task = asyncio.current_task()
         assert task is not None  # this coroutine runs as a task

@@ -8,7 +8,6 @@ was lost (the connection broke under it) is given back on the next turn."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
@@ -307,18 +306,15 @@ class Producer(Executor):
                 self._quarantine = attempts[0]
         registry = self.store._attempts
         stopping = self._stop.is_set()
-        sync = []
+        sync: list[Attempt] = []
+        nonblocking: list[Attempt] = []
         for attempt in attempts:
             registry[attempt.token] = attempt
             if stopping:
                 attempt.cancel(SHUTDOWN)
-            if asyncs[attempt.job.kind]:
-                loop = self._loop
-                assert loop is not None  # started with the worker when any handler is async
-                attempt.loop = loop
-                asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
-            else:
-                sync.append(attempt)
+            (nonblocking if asyncs[attempt.job.kind] else sync).append(attempt)
+        if nonblocking:
+            self._spawn_async(nonblocking)
         if sync:
             self._slots.put_many(sync)
         if wake:

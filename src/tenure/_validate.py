@@ -206,6 +206,8 @@ def epoch_ms(value: Any, what: str) -> int:
 #: One encoder for every payload: ``json.dumps`` with non-default arguments builds a new
 #: ``JSONEncoder`` per call (~1.5 µs of a bulk enqueue's row).
 _ENCODE = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode
+#: That encoder, unchecked (``tenure.plain_bulk`` encodes a whole batch with it, then checks each).
+encode_json = _ENCODE
 
 
 def dump_json(value: Any, what: str, limit: int = MAX_PAYLOAD_BYTES) -> str:

@@ -22,6 +22,7 @@ from .errors import (
 )
 from .ids import new_job_id, new_job_ids
 from .job_rows import row_to_job
+from .plain_bulk import plain_chunks, plain_queues
 from .records import Job, Lease
 from .tracing import enqueue_headers, tracing_now
 
@@ -140,8 +141,13 @@ class _JobsBase:
             raise InvalidType(f"enqueue_many takes an iterable of dicts of enqueue arguments, got "
                               f"{type(jobs).__name__}")
         specs = jobs if isinstance(jobs, list) else list(jobs)
-        minted = iter(new_job_ids(len(specs)))  # one clock read and one urandom for the batch
+        fresh = new_job_ids(len(specs))  # one clock read and one urandom for the batch
+        minted = iter(fresh)
         traced = tracing_now()  # one look at the current trace for the batch
+        if len(specs) >= STREAM_MIN_JOBS and not traced:
+            queues = plain_queues(specs)
+            if queues is not None and self._insert_plain(specs, fresh, queues, conn):
+                return list(fresh)
         if len(specs) >= STREAM_MIN_JOBS and _streamable(specs):
             return self._insert_streamed(specs, minted, conn, traced)
         build, plain = self._build_spec, self._build_plain
@@ -192,6 +198,31 @@ class _JobsBase:
             return self._insert(built, conn)
         self._after_enqueue()
         return list(ids)
+
+    def _insert_plain(self, specs: list[dict[str, Any]], ids: list[str], queues: set[str], conn: Any) -> bool:
+        """``enqueue_many`` of plain items (``tenure.plain_bulk``: only kind, payload, queue and
+        priority, no trace current), checked chunk by chunk as the store writes the chunk
+        before. A bad item undoes the lot. False when nothing was written and the general path
+        is to insert them with the same ids: a queue with a policy, an id already present, or
+        a connection lost during the write (it may have committed: an existing id then answers
+        itself)."""
+        store = self._store
+        chunks = plain_chunks(specs, ids, store.max_payload_bytes)
+        now = store._now()
+        try:
+            if conn is not None:
+                with store.engine.coded_errors():  # the caller's connection: never a raw driver error
+                    written = store.queues.insert_plain(store._adopt(conn), chunks, queues, now)
+            else:
+                with self._session() as s:
+                    written = store.queues.insert_plain(s, chunks, queues, now)
+        except StoreUnavailable as exc:
+            if conn is not None or not self._retriable(exc):
+                raise
+            return False
+        if written:
+            self._after_enqueue()
+        return written
 
     def _build_spec(self, spec: Any, minted: Iterator[str] | None = None) -> NewJob:
         """One ``enqueue_many`` item, validated and encoded (nothing is written). ``minted``

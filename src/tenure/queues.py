@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import _validate as v
 from . import enqueue_options as eo
 from .engine.base import Session
-from .engine.rows import JobRow, NewJob, QueueRow
+from .engine.rows import JobRow, NewJob, PlainRow, QueueRow
 from .errors import InvalidArgument, QueueNotEmpty, QueueNotFound
 from .ids import new_job_id
 from .jobs import DEFAULT_MAX_ATTEMPTS
@@ -375,6 +375,24 @@ class Queues:
                 yield j
 
         return session.job_copy(resolved(), t)
+
+    def insert_plain(self, session: Session, chunks: Iterable[Sequence[PlainRow]], queues: set[str],
+                     now: int | None) -> bool:
+        """Write plain rows (``tenure.plain_bulk``: fresh ids, no option) of ``queues``, all or
+        nothing (``Session.job_insert_plain``), every other column resolved once per queue as
+        :meth:`insert` resolves it for such a job (a plain job's resolution depends on its queue
+        alone). False, with nothing taken from ``chunks``, when one of ``queues`` has a policy
+        (it gives every job the queue-wide key: the resolving path answers the duplicates), or
+        when the engine wrote nothing (an id was present)."""
+        registry = session.queue_defaults(builtins.list(queues))
+        if any(q.policy != "standard" for q in registry.values()):
+            return False
+        t = session.now_ms() if now is None else now
+        templates: dict[str, NewJob] = {}
+        for name in queues:
+            j = templates[name] = NewJob("", "", None, name, 0, None, 0, 0)
+            _apply_defaults(j, registry.get(name), lambda: t)
+        return session.job_insert_plain(chunks, templates, t)
 
     def _insert_unique(
         self, session: Session, jobs: builtins.list[NewJob], now: int | None

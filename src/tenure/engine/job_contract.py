@@ -59,6 +59,16 @@ class JobContract(abc.ABC):
         propagates as it is."""
         raise NotImplementedError
 
+    def job_insert_plain(self, chunks: Iterable[Sequence[R.PlainRow]], templates: dict[str, NewJob],
+                         now: int) -> bool:
+        """Write the rows of ``chunks`` (fresh ids), each job's other columns those of
+        ``templates[queue]`` (its defaults resolved; id, kind, payload, priority unused), as
+        :meth:`job_insert` would (``now``: created_at, run_at = now + delay_ms), all or nothing
+        in a transaction of its own or a savepoint in the caller's. An exception from ``chunks``
+        undoes everything and propagates. True when every row was written; False when nothing
+        was (an id was present: the caller takes the general path)."""
+        raise NotImplementedError
+
     @abc.abstractmethod
     def job_get(self, job_id: str) -> JobRow | None:
         """The row (with its token) or None."""

@@ -415,6 +415,11 @@ class NewJob:
     on_parent_failure: str = "cancel"
 
 
+#: One job of a plain bulk (``tenure.plain_bulk``): (id, kind, payload JSON or None, queue,
+#: priority); every other column comes from its queue's template (``Session.job_insert_plain``).
+PlainRow = tuple[str, str, str | None, str, int]
+
+
 def new_job_params(j: NewJob, now: int | None) -> dict[str, Any]:
     """The named parameters of one insert, shared by every dialect's INSERT statement."""
     return {

@@ -25,6 +25,7 @@ from ..rows import (
     Inserted,
     JobRow,
     NewJob,
+    PlainRow,
     Settle,
     SettledAndClaimed,
     dependency_row,
@@ -40,6 +41,7 @@ from . import queues as QU
 from .conn import _atomic, _pipelined
 from .insights import PostgresInsightsMixin
 from .maintenance import PostgresMaintenanceMixin
+from .plain_copy import copy_plain
 from .queues import PostgresQueuesMixin
 from .signals import PostgresSignalsMixin
 
@@ -159,6 +161,12 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         conn = self._conn
         with conn.transaction():  # its own, or a savepoint in the caller's: all or nothing
             return _copy_fresh(conn, jobs, now)
+
+    def job_insert_plain(self, chunks: Iterable[Sequence[PlainRow]], templates: dict[str, NewJob],
+                         now: int) -> bool:
+        with self._conn.transaction():  # its own, or a savepoint in the caller's: all or nothing
+            copy_plain(self._conn, chunks, templates, now)
+        return True
 
     def job_insert_resolved(self, job: NewJob, retention_ms: int | None, now: int | None) -> str | None:
         params = new_job_params(job, now)

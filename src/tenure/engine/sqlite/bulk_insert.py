@@ -8,9 +8,10 @@ import functools
 import json
 import operator
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from ..rows import Inserted, NewJob
+from ..rows import Inserted, NewJob, PlainRow
 from . import queries as Q
 
 
@@ -85,3 +86,65 @@ def _insert_rows(jobs: Sequence[NewJob], now: int) -> tuple[str, list[tuple]]:
         for e in extra:
             e[at] = None if e[at] is None else int(e[at])
     return _insert_rows_sql(used), [row + tuple(e) for row, e in zip(rows, extra, strict=True)]
+
+
+def insert_plain(conn: sqlite3.Connection, chunks: Iterable[Sequence[PlainRow]], templates: dict[str, NewJob],
+                 now: int) -> bool:
+    """``Session.job_insert_plain``: the rows of ``chunks``, each job's other columns those of its
+    queue's template, as :data:`Q.INSERT` writes them, under a savepoint; True when all were
+    written, else none (False). The rows of one queue and priority (usually all of them) go in
+    one statement per :data:`BULK_ROWS` whose JSON rows hold only id, kind and payload, the rest
+    bound once (each ``value ->> i`` costs a row ~0.7 µs: 3.4 µs a row in SQLite, against 5.7
+    for the nine columns of :func:`_insert_rows`)."""
+    groups: dict[tuple[str, int], list[PlainRow]] = {}
+    for chunk in chunks:
+        for row in chunk:
+            key = (row[3], row[4])
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = []
+            group.append(row)
+    if not groups:
+        return True
+    statements: list[tuple[str, tuple[Any, ...]]] = []
+    count = 0
+    for (queue, priority), rows in groups.items():
+        t = templates[queue]
+        used = tuple(i for i, o in enumerate(_OPTIONAL_OF(t)) if o is not None)
+        values = [getattr(t, Q.INSERT_ROWS_OPTIONAL[i]) for i in used]
+        if _BACKOFF in used:
+            values[used.index(_BACKOFF)] = int(values[used.index(_BACKOFF)])
+        fixed = (now, now + t.delay_ms if t.run_at is None else t.run_at, t.max_attempts, queue, priority, t.policy,
+                 *values)
+        sql = _insert_plain_sql(used)
+        for i in range(0, len(rows), BULK_ROWS):
+            statements.append((sql, (_dumps([r[:3] for r in rows[i:i + BULK_ROWS]]), *fixed)))
+        count += len(rows)
+    if conn.isolation_level is not None and not conn.in_transaction:
+        conn.execute("BEGIN")  # the caller's implicit transaction, as in _bulk_written
+    conn.execute("SAVEPOINT tenure_bulk")
+    try:
+        if sum(conn.execute(sql, params).rowcount for sql, params in statements) != count:
+            conn.execute("ROLLBACK TO tenure_bulk")  # an id was present: none of them
+            return False
+        return True
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK TO tenure_bulk")
+        raise
+    finally:
+        if conn.in_transaction:
+            conn.execute("RELEASE tenure_bulk")
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_plain_sql(used: tuple[int, ...]) -> str:
+    """:func:`insert_plain`'s statement: rows ``[id, kind, payload]`` in the JSON array ``?1``;
+    ``?2`` the clock (created_at, updated_at), then run_at, max_attempts, queue, priority,
+    policy and the optional columns ``used`` (indexes of Q.INSERT_ROWS_OPTIONAL), bound."""
+    optional = [Q.INSERT_ROWS_OPTIONAL[i] for i in used]
+    names = ", ".join(["run_at", "max_attempts", "queue", "priority", "policy", *optional])
+    bound = ", ".join(f"?{3 + i}" for i in range(5 + len(optional)))
+    return (f"INSERT INTO tenure_jobs (state, attempts, lease_generation, created_at, updated_at, id, kind, payload, "
+            f"{names})\nSELECT 'pending', 0, 0, ?2, ?2, value ->> 0, value ->> 1, value ->> 2, {bound} "
+            "FROM json_each(?1) WHERE true\nON CONFLICT DO NOTHING")

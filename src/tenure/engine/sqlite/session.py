@@ -8,7 +8,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -26,6 +26,7 @@ from ..rows import (
     Inserted,
     JobRow,
     NewJob,
+    PlainRow,
     Settle,
     SettledAndClaimed,
     dependency_row,
@@ -37,7 +38,7 @@ from . import dependency_queries as DQ
 from . import maintenance as M
 from . import queries as Q
 from . import queues as QU
-from .bulk_insert import insert_many
+from .bulk_insert import insert_many, insert_plain
 from .insights import SQLiteInsightsMixin
 from .maintenance import SQLiteMaintenanceMixin
 from .queues import SQLiteQueuesMixin
@@ -127,6 +128,11 @@ class SQLiteSession(SQLiteQueuesMixin, SQLiteSignalsMixin, SQLiteMaintenanceMixi
             return self._insert(jobs, now)
         with self._atomic():
             return self._insert(jobs, now)
+
+    def job_insert_plain(self, chunks: Iterable[Sequence[PlainRow]], templates: dict[str, NewJob],
+                         now: int) -> bool:
+        with self._atomic():
+            return insert_plain(self._conn, chunks, templates, now)
 
     def _insert(self, jobs: Sequence[NewJob], now: int) -> list[Inserted]:
         conn = self._conn

@@ -140,3 +140,39 @@ def test_inside_the_callers_transaction_it_commits_nothing_itself(scratch):
         assert _count("tenure_trip_scratch") == 0  # the caller's transaction is still open
         tx.connection.execute("SELECT 1")
     assert _count("tenure_trip_scratch") == 1
+
+
+def _claim_plans(conn: psycopg.Connection) -> list[tuple[int, int]]:
+    """(generic_plans, custom_plans) of each claim statement prepared on ``conn``'s session."""
+    return [tuple(r) for r in conn.execute(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+        "WHERE statement LIKE '%%FOR UPDATE OF j SKIP LOCKED%%' ORDER BY prepare_time").fetchall()]
+
+
+def test_the_claim_is_planned_once_per_connection(one_conn_store):
+    """A fresh connection's claims are the slow ones (each planned: ~1 ms idle, several on a
+    loaded host). The claim is prepared at its first use and runs the generic plan from then on,
+    the plan the server would settle on after its 5 custom ones anyway."""
+    store = one_conn_store
+    conn = _pooled(store)
+    for i in range(4):
+        store.jobs.enqueue("k", {"i": i})
+    assert len(store._jobs.claim_many(["k"], owner="w", limit=3)) == 3
+    assert _claim_plans(conn) == [(1, 0), (1, 0)]  # the fixture's warm-up claim, then this one
+    assert len(store._jobs.claim_many(["k"], owner="w", limit=3)) == 1
+    assert store._jobs.claim_many(["k"], owner="w", limit=3) == []
+    assert _claim_plans(conn) == [(1, 0), (3, 0)]
+
+
+def test_a_claim_in_the_callers_transaction_leaves_its_plan_settings_alone(one_conn_store):
+    """The generic-plan setting is the claim's own transaction's: a claim inside a transaction
+    that is not tenure's (a connection lent with ``conn=``) neither sets it nor prepares."""
+    store = one_conn_store
+    store.jobs.enqueue("k", {"i": 1})
+    with psycopg.connect(PG_URL, autocommit=False) as own:
+        session = store.engine.adopt(own)
+        rows = session.job_claim(kinds=["k"], queues=None, owner="w", lease_ms=60_000, now=None, limit=1)
+        assert len(rows) == 1
+        assert own.execute("SHOW plan_cache_mode").fetchone() == ("auto",)
+        assert _claim_plans(own) == []
+        own.rollback()

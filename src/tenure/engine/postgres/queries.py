@@ -170,6 +170,9 @@ WHERE {LIMITED}
 ORDER BY name
 """
 
+# The claim's plan from its first use: the generic plan the server settles on after 5 custom ones.
+GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
+
 # Rate windows (tenure/rate_window.py), read and written by limited claims under the
 # queue's advisory lock.
 RATE_WINDOW_GET = """

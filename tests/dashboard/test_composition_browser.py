@@ -43,3 +43,33 @@ def test_composition_on_the_job_page_in_chromium(engine_url, serve, browser):
     finally:
         ctx.close()
         store.close()
+
+
+def test_a_flash_stays_its_six_seconds_after_the_one_it_replaced(engine_url, serve, browser):
+    """Each action's message stays 6 s: the timer of the message it replaced must not clear it.
+    (It did: Requeue composition then Cancel composition within 6 s cleared the second message at
+    the first one's 6 s, so on a loaded machine the browser never saw "cancelled 4 step(s)".) The
+    page's clock is Playwright's: time moves only as the test says."""
+    store = tenure.connect(engine_url)
+    jobs = store.jobs
+    jobs.enqueue_many([{"kind": "fetch", "id": "fetch-1"},
+                       {"kind": "merge", "id": "merge", "depends_on": ["fetch-1"]}])
+    srv = serve(create_app(store, poll_ms=500))
+    ctx = browser.new_context(viewport={"width": 1360, "height": 900})
+    page = ctx.new_page()
+    try:
+        page.clock.install()
+        page.goto(f"{srv.url()}/jobs/merge")
+        page.wait_for_selector("#composition tbody tr")
+        page.click("#cancel-composition")
+        page.wait_for_selector("#flash:has-text('cancelled 2 step(s)')")
+        page.clock.fast_forward(5_000)
+        page.click("#requeue-composition")
+        page.wait_for_selector("#flash:has-text('requeued 2 step(s)')")
+        page.clock.fast_forward(2_000)  # past the first message's 6 s, 2 s into the second's
+        assert "requeued 2 step(s)" in page.inner_text("#flash")
+        page.clock.fast_forward(5_000)  # the second message's 6 s are over
+        page.wait_for_selector("#flash .msg", state="detached")
+    finally:
+        ctx.close()
+        store.close()

@@ -70,9 +70,13 @@
     return fut ? "in " + t : t + " ago";
   }
   function pretty(v) { return v === null || v === undefined ? "null" : JSON.stringify(v, null, 2); }
+  // A message stays 6 s: a new one restarts the count (the timer of the one it replaced would
+  // otherwise clear it early, after as little as no time at all).
+  var flashTimer = null;
   function flash(message, bad) {
     replace(flashBox, el("div", { "class": "msg" + (bad ? " bad" : ""), text: message }));
-    setTimeout(function () { clear(flashBox); }, 6000);
+    if (flashTimer !== null) clearTimeout(flashTimer);
+    flashTimer = setTimeout(function () { flashTimer = null; clear(flashBox); }, 6000);
   }
   function setLive(ok, text) {
     live.className = "live " + (ok ? "ok" : "err");

@@ -2,7 +2,7 @@
 other Python job queues, measured on this machine in the same run.
 
     python -m bench.peers [--jobs 20000] [--repeat 3] [--peers tenure,pgqueuer,huey,procrastinate]
-                          [--measure drain,enqueue1,latency] [--json PATH]
+                          [--measure drain,enqueue1,latency,bulk] [--json PATH]
 
 Every system is measured the same way. Its store is made afresh and N no-op jobs are queued
 (untimed; PostgreSQL tables are then ANALYZEd, as autovacuum would have by the time a real queue
@@ -21,7 +21,10 @@ reported.
 
 Beside each drain, every system's one-by-one enqueue and its enqueue-to-start latency across
 processes are measured the same way for all (``--measure``; see ``bench/peers_calls.py``), and
-tenure's ratios to pgqueuer are printed for those targets too.
+tenure's ratios to pgqueuer are printed for those targets too. ``--measure bulk`` (without
+``drain``) times each system's fill alone: the same fill as a drain's (tenure: ``enqueue_many``
+in batches of 10 000; pgqueuer: ``Queries.enqueue`` in chunks of 10 000; N jobs, commits
+included), verified as N jobs queued in the store, and no drain after it.
 
 The systems (their settings are in the table and the JSON):
 
@@ -87,7 +90,10 @@ PINS = (
 ALL_PEERS = ("tenure", "pgqueuer", "huey", "procrastinate")
 #: What is measured of each system: its drain (above), its one-by-one enqueue and its latency
 #: (bench/peers_calls.py).
-MEASURES = ("drain", "enqueue1", "latency")
+MEASURES = ("drain", "enqueue1", "latency", "bulk")
+#: The measures run when --measure is not given (``bulk`` alone fills and verifies without a
+#: drain; with ``drain`` every drain's fill already reports the bulk rate).
+DEFAULT_MEASURES = ("drain", "enqueue1", "latency")
 #: tenure's drains run at ``tenure worker``'s default concurrency for each engine (None) unless
 #: --tenure-concurrency says otherwise (then a run at the defaults is added on PostgreSQL, for the
 #: target).
@@ -617,13 +623,29 @@ def measure(system: System, n: int) -> dict[str, Any]:
     return out
 
 
-def summarize(system: System, runs: list[dict[str, Any]], calls: dict[str, Any] | None = None) -> dict[str, Any]:
+def measure_bulk(system: System, n: int) -> dict[str, Any]:
+    """One fill of ``n`` jobs (the system's bulk enqueue, timed by the fill itself, see
+    :meth:`System.prepare`) with no drain after it; verified: ``n`` jobs queued in the store."""
+    try:
+        fill = system.prepare(n)
+        queued = system.queued()
+    finally:
+        system.discard()
+    ver: dict[str, Any] = {"ok": True, "failures": [], "checks": {}}
+    check(ver, "queued_after_fill", queued, n)
+    return {"fill": fill, "verified": ver}
+
+
+def summarize(system: System, runs: list[dict[str, Any]], calls: dict[str, Any] | None = None,
+              fills: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     rates = [r["jobs_per_s"] for r in runs]
     median = statistics.median(rates) if rates else None
     calls = calls or summarize_calls([], [])
     cpus = [r["worker_cpu_us_per_job"] for r in runs if r["worker_cpu_us_per_job"] is not None]
     failures = [f for r in runs for f in r["verified"]["failures"]]
-    bulk = [r["fill"]["enqueued"] / r["fill"]["enqueue_seconds"] for r in runs
+    fills = fills or []
+    failures_bulk = [f for r in fills for f in r["verified"]["failures"]]
+    bulk = [r["fill"]["enqueued"] / r["fill"]["enqueue_seconds"] for r in [*runs, *fills]
             if (r.get("fill") or {}).get("enqueue_seconds")]
     return {
         "system": system.label, "engine": system.engine, "settings": system.settings(),
@@ -633,9 +655,10 @@ def summarize(system: System, runs: list[dict[str, Any]], calls: dict[str, Any] 
         "bulk_enqueue_rows_per_s_all": [round(b, 1) for b in bulk],
         "seconds_all": [r["seconds"] for r in runs],
         "worker_cpu_us_per_job": round(statistics.median(cpus), 1) if cpus else None,
-        "verified": {"ok": not failures and not calls["calls_failures"] and (bool(runs) or bool(calls.get("measured"))),
+        "verified": {"ok": not failures and not failures_bulk and not calls["calls_failures"]
+                     and (bool(runs) or bool(fills) or bool(calls.get("measured"))),
                      "done_per_run": [r["verified"].get("done") for r in runs],
-                     "failures": failures + calls["calls_failures"]},
+                     "failures": failures + failures_bulk + calls["calls_failures"]},
         "runs": runs,
         **{k: v for k, v in calls.items() if k != "calls_failures"},
     }
@@ -740,7 +763,7 @@ class Options:
     huey_workers: int = 8
     procrastinate_concurrency: int = 64
     procrastinate_pool: int = 10
-    measure: list[str] = field(default_factory=lambda: list(MEASURES))
+    measure: list[str] = field(default_factory=lambda: list(DEFAULT_MEASURES))
     enqueue_jobs: int = 2_000
     latency_jobs: int = 200
     latency_gap_ms: float = 20.0
@@ -767,8 +790,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--huey-workers", type=int, default=d.huey_workers, help="consumer thread workers")
     p.add_argument("--procrastinate-concurrency", type=int, default=d.procrastinate_concurrency)
     p.add_argument("--procrastinate-pool", type=int, default=d.procrastinate_pool, help="psycopg pool size")
-    p.add_argument("--measure", default=",".join(MEASURES),
-                   help=f"comma-separated subset of {','.join(MEASURES)} (default all)")
+    p.add_argument("--measure", default=",".join(DEFAULT_MEASURES),
+                   help=f"comma-separated subset of {','.join(MEASURES)} (default {','.join(DEFAULT_MEASURES)}; "
+                        "bulk: each system's fill alone, no drain)")
     p.add_argument("--enqueue-jobs", type=int, default=d.enqueue_jobs,
                    help=f"jobs enqueued one call each per run ({d.enqueue_jobs})")
     p.add_argument("--latency-jobs", type=int, default=d.latency_jobs,
@@ -868,6 +892,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(systems))}
     calls_e: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(systems))}
     calls_l: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(systems))}
+    fills: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(systems))}
     try:
         for rep in range(opt.repeat):  # round-robin: slow drift on the host hits every system alike
             # ... and each round starts one system later, so none always runs right after another's
@@ -883,6 +908,12 @@ def main(argv: list[str] | None = None) -> int:
                         runs[i].append(r)
                         log(f"    {r['jobs_per_s']:,.0f} jobs/s ({r['seconds']} s), "
                             f"{'verified' if r['verified']['ok'] else 'VERIFICATION FAILED: ' + str(r['verified']['failures'])}")
+                    if "bulk" in opt.measure and "drain" not in opt.measure:
+                        b = measure_bulk(system, opt.jobs)
+                        fills[i].append(b)
+                        secs = b["fill"].get("enqueue_seconds")
+                        rate = f"{opt.jobs / secs:,.0f} rows/s" if secs else "not timed (a copied store)"
+                        log(f"    bulk: {rate}, {'verified' if b['verified']['ok'] else b['verified']['failures']}")
                     if system.calls and "enqueue1" in opt.measure:
                         e = measure_enqueue_one(system, opt.enqueue_jobs, ROOT)
                         calls_e[i].append(e)
@@ -897,8 +928,8 @@ def main(argv: list[str] | None = None) -> int:
                     out["errors"][system.label + "/" + system.engine] = f"{type(exc).__name__}: {exc}"
                     log(f"    failed: {type(exc).__name__}: {exc!s:.2000}")
                     continue
-        out["results"] = [summarize(s, runs[i], summarize_calls(calls_e[i], calls_l[i]))
-                          for i, s in enumerate(systems) if runs[i] or calls_e[i] or calls_l[i]]
+        out["results"] = [summarize(s, runs[i], summarize_calls(calls_e[i], calls_l[i]), fills[i])
+                          for i, s in enumerate(systems) if runs[i] or calls_e[i] or calls_l[i] or fills[i]]
         out["versions"] = versions(systems, targets)
     finally:
         for s in systems:

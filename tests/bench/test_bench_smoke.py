@@ -116,3 +116,18 @@ def test_peers_harness_runs_tenure_on_sqlite_and_verifies_in_the_store(tmp_path:
     assert plain["enqueue_one_per_s"] > 0 and len(plain["enqueue_one_all"]) == 2
     assert 0 < plain["latency_p50_ms"] <= plain["latency_p99_ms"] and len(plain["latency_all"]) == 2
     assert durable["enqueue_one_per_s"] is None and durable["latency_p50_ms"] is None
+
+
+def test_peers_bulk_measure_fills_and_verifies_without_a_drain(tmp_path: Path) -> None:
+    """``--measure bulk``: each system's fill alone, verified as N jobs queued in its store."""
+    out = tmp_path / "peers.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.peers", "--peers", "tenure", "--engines", "sqlite", "--jobs", "300",
+         "--repeat", "2", "--measure", "bulk", "--json", str(out), "--venv", str(tmp_path / "no-venv")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=110)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["verified"] is True and report["results"]
+    for result in report["results"]:
+        assert result["runs"] == [] and result["verified"]["ok"] is True

@@ -67,9 +67,9 @@ class Park(Snooze):
     send wakes it earlier. ``children``: the settlement of its last child wakes it earlier.
     ``saves``: ``(checkpoint node id, value)`` pairs saved in the parking transaction.
     ``any_of``: child job ids (started with ``each`` wake-ups) of which the first to settle wakes
-    it (a distributed flow's node jobs). Not meant to be caught: a handler that swallows it (an
-    ``except Exception:`` around a step) goes on past the step as if it had finished, with nothing
-    recorded (docs/workflows.md)."""
+    it (a distributed flow's node jobs). Not meant to be caught, and caught it still parks: the
+    step remembers it (:attr:`Steps.pending`), a later step raises it again, and the attempt parks
+    on it whatever the handler then returns or raises, with a WARNING (docs/workflows.md)."""
 
     def __init__(self, until_ms: int, *, signals: Iterable[str] = (), children: bool = False,
                  saves: Iterable[tuple[str, Any]] = (), any_of: Iterable[str] = ()) -> None:
@@ -166,8 +166,26 @@ class Steps:
         self._scope = scope
         self._count = 0
         self._recorded: dict[str, Any] | None = None
+        #: The park a step raised in this attempt (None: none). Once set, every later step (and
+        #: ``ctx.transaction()``) raises it again, and the attempt parks on it whatever the code
+        #: did with it: a handler that swallowed it does not go on past the step.
+        self.pending: Park | None = None
+        #: True once code went on after the pending park (a later step or ``ctx.transaction()``
+        #: raised it again): it was caught at least once.
+        self.caught = False
 
     # -- plumbing -----------------------------------------------------------------------------
+    def _parks(self, park: Park) -> Park:
+        """Remember ``park`` as this attempt's pending park and answer it (to raise)."""
+        self.pending = park
+        return park
+
+    def raise_pending(self) -> None:
+        """Raise the pending park again, if a step raised one: nothing goes on past a parked step."""
+        if self.pending is not None:
+            self.caught = True
+            raise self.pending
+
     def _records(self) -> dict[str, Any]:
         if self._recorded is None:
             cps = self._store.jobs.checkpoints(self._lease).load()
@@ -176,7 +194,9 @@ class Steps:
 
     def _next(self, kind: str, **same: Any) -> tuple[str, dict[str, Any] | None]:
         """The next step's checkpoint id and its record (None: not begun). A record of another
-        kind, or whose ``same`` fields differ, is a replay of different code: ResumeMismatch."""
+        kind, or whose ``same`` fields differ, is a replay of different code: ResumeMismatch. With a
+        park pending (an earlier step's, swallowed), raises it again and starts nothing."""
+        self.raise_pending()
         self._count += 1
         step = f"{self._scope}{self._count}"
         node_id = STEP_PREFIX + step
@@ -232,7 +252,7 @@ class Steps:
         with self._tx() as (s, lease, now):
             if now < until:
                 first = [] if rec is not None else [(node_id, {"kind": "sleep", "until": until})]
-                raise Park(until, saves=first)
+                raise self._parks(Park(until, saves=first))
             done = {"kind": "sleep", "until": until, "done": True}
             _save(s, self._store, lease, node_id, done, now)
         self._record(node_id, done)
@@ -261,8 +281,8 @@ class Steps:
                 done = {"kind": "signal", "key": key, "done": True, "timeout": True, "until": until}
             else:
                 first = [] if rec is not None else [(node_id, {"kind": "signal", "key": key, "until": until})]
-                raise Park(now + RECHECK_MS if until is None else min(until, now + RECHECK_MS),
-                           signals=[key], saves=first)
+                raise self._parks(Park(now + RECHECK_MS if until is None else min(until, now + RECHECK_MS),
+                                       signals=[key], saves=first))
             _save(s, store, lease, node_id, done, now)
             s.wait_remove(lease.job_id, key)
         self._record(node_id, done)
@@ -325,7 +345,7 @@ class Steps:
         with self._tx() as (s, lease, now):
             jobs = {j.id: j for j in (row_to_job(r) for r in s.job_get_many(ids))} if ids else {}
             if any(j.state not in SETTLED for j in jobs.values()):
-                raise Park(now + RECHECK_MS, children=True)
+                raise self._parks(Park(now + RECHECK_MS, children=True))
             failed = [{"id": i, "state": jobs[i].state if i in jobs else "missing",
                        "last_error": jobs[i].last_error if i in jobs else None}
                       for i in ids if i not in jobs or jobs[i].state != "done"]

@@ -132,6 +132,24 @@ class TaskContext:
         """A child job or a child workflow (``call("other-flow", {"input": ...})``) and its result."""
         return self._durable().call(kind, payload, **options)
 
+    def _raise_swallowed(self, outcome: Any) -> None:
+        """After the task returned (``outcome`` is its value) or raised (``outcome`` is the
+        exception): when one of its steps parked and the task did not let the park through (an
+        ``except`` caught it), log a WARNING and raise that park, so the node parks as the step
+        asked instead of being saved (or failed) on a step that had not finished."""
+        steps = self._steps
+        if steps is None or steps.pending is None:
+            return
+        park = steps.pending
+        if outcome is park and not steps.caught:  # raised by the step and let through: as asked
+            return
+        did = "raised it again at a later step" if outcome is park else \
+            f"raised {type(outcome).__name__}" if isinstance(outcome, BaseException) else "returned"
+        log.warning("node %r of run %r swallowed the park of a durable step (an except caught "
+                    "tenure.durable.Park, %s) and then %s; the node parks as the step asked",
+                    self.node_id, self.run_id, park, did)
+        raise park
+
     def __repr__(self) -> str:
         return f"<TaskContext run={self.run_id!r} node={self.node_id!r} task={self.task!r}@{self.version!r}>"
 

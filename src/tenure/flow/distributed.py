@@ -213,7 +213,11 @@ class NodeHandler:
             raise mismatch
         assert node is not None and impl is not None
         tctx = TaskContext(ctx, flow.name, node_id, impl, payload["input"], payload["needs"], run_id=payload["run"])
-        if impl.is_async:
-            return asyncio.run(impl.fn(tctx))
-        return impl.fn(tctx)
+        try:
+            out = asyncio.run(impl.fn(tctx)) if impl.is_async else impl.fn(tctx)
+        except Exception as exc:
+            tctx._raise_swallowed(exc)  # a step's park the task caught: the node job parks on it
+            raise
+        tctx._raise_swallowed(out)
+        return out
 

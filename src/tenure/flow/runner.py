@@ -232,22 +232,32 @@ class _Run:
         return err
 
     def _run_sync(self, node_id: str, impl: TaskImpl, needs: dict[str, Any]) -> Any:
+        tctx = self._context(node_id, impl, needs)
         try:
-            value = impl.fn(self._context(node_id, impl, needs))
-        except Park:
+            value = impl.fn(tctx)
+        except Park as park:
+            tctx._raise_swallowed(park)
             raise
         except Exception as exc:
+            tctx._raise_swallowed(exc)
             raise self._failed(node_id, impl, exc) from exc
+        tctx._raise_swallowed(value)  # a step parked and the task caught it: park, save nothing
         self._save(node_id, impl, value)
         return value
 
     async def _run_async(self, node_id: str, impl: TaskImpl, needs: dict[str, Any]) -> Any:
+        tctx = self._context(node_id, impl, needs)
         try:
-            value = await impl.fn(self._context(node_id, impl, needs))
-        except (asyncio.CancelledError, Park):
+            value = await impl.fn(tctx)
+        except asyncio.CancelledError:
+            raise
+        except Park as park:
+            tctx._raise_swallowed(park)
             raise
         except Exception as exc:
+            tctx._raise_swallowed(exc)
             raise self._failed(node_id, impl, exc) from exc
+        tctx._raise_swallowed(value)
         await asyncio.to_thread(self._save, node_id, impl, value)
         return value
 

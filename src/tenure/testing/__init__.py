@@ -16,16 +16,22 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
+from .. import _validate as v
+from .. import durations
+from ..durable import RECHECK_MS, Park
 from ..errors import JobDead
 from ..records import Job
 from ..store import Store
+
+log = logging.getLogger("tenure.testing")
 
 __all__ = ["ANY", "DrainResult", "EagerHandle", "assert_enqueued", "drain", "enqueued", "inline", "isolated",
            "refute_enqueued"]
@@ -159,13 +165,19 @@ class EagerHandle:
     error: BaseException | None = None
 
     def result(self, timeout: float | None = None) -> Any:
+        if isinstance(self.error, Park):
+            raise JobDead(f"inline task stopped at a durable step ({self.error}): inline() runs no "
+                          "durable step; test it with drain() and an injected clock", job_id=self.id) from self.error
         if self.error is not None:
             raise JobDead(f"inline task failed: {self.error}", job_id=self.id) from self.error
         return self.value
 
 
 class _InlineContext:
-    """The ``ctx`` an inline task gets: no lease, never cancelled, a fresh idempotency key."""
+    """The ``ctx`` an inline task gets: no lease, never cancelled, a fresh idempotency key. Its
+    durable steps (``sleep``, ``wait_for_signal``, ``map``, ...) stop the task there with a
+    :class:`tenure.durable.Park`, as a worker's attempt parks, and the handle reports that park
+    whatever the task did with it (an ``except`` that caught it included)."""
 
     def __init__(self, job_id: str) -> None:
         import threading
@@ -176,6 +188,27 @@ class _InlineContext:
         self.idempotency_key = job_id
         self.cancelled = threading.Event()
         self.cancelled.reason = None  # type: ignore[attr-defined]
+        self.parked: Park | None = None
+
+    def _park(self, until_ms: int) -> NoReturn:
+        if self.parked is None:
+            self.parked = Park(until_ms)
+        raise self.parked
+
+    def sleep(self, seconds: Any) -> None:
+        self._park(int(time.time() * 1000) + (durations.ms(seconds, "sleep(seconds)") or 0))
+
+    def sleep_until(self, when: Any) -> None:
+        self._park(v.epoch_ms(when, "sleep_until(when)"))
+
+    def wait_for_signal(self, key: str, timeout: Any = None) -> Any:
+        self._park(int(time.time() * 1000) + RECHECK_MS)
+
+    def map(self, kind: str, payloads: Any, **options: Any) -> list[Any]:
+        self._park(int(time.time() * 1000) + RECHECK_MS)
+
+    def call(self, kind: str, payload: Any = None, **options: Any) -> Any:
+        self._park(int(time.time() * 1000) + RECHECK_MS)
 
 
 @contextmanager
@@ -195,8 +228,9 @@ def inline(app: Any) -> Iterator[list[EagerHandle]]:
     def eager(task: Task[Any, Any], payload: Any) -> EagerHandle:
         job_id = str(uuid.uuid4())
         handle = EagerHandle(job_id)
+        ctx = _InlineContext(job_id)
         try:
-            out = task.handler()(payload, _InlineContext(job_id))
+            out = task.handler()(payload, ctx)
             if hasattr(out, "__await__"):
                 import asyncio
 
@@ -204,6 +238,10 @@ def inline(app: Any) -> Iterator[list[EagerHandle]]:
             handle.value = out
         except Exception as exc:  # noqa: BLE001 - reported through the handle, like a job failure
             handle.error = exc
+        if ctx.parked is not None and handle.error is not ctx.parked:  # the task caught it: a worker parks
+            log.warning("inline task %s swallowed the park of a durable step (%s); it is reported "
+                        "as parked, as a worker would park it", task.name, ctx.parked)
+            handle.value, handle.error = None, ctx.parked
         calls.append(handle)
         return handle
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
+from .. import worker_log
+from .._validate import error_message
 from ..errors import OperationWithdrawn
 from ..records import Dependency, Job, Lease
 from .lifecycle import DETACHED
 
 if TYPE_CHECKING:
+    from ..durable import Park
     from ..store import Store
     from .attempt import Attempt, CancelEvent
 
@@ -113,7 +117,29 @@ class JobContext:
 
     def transaction(self):
         """The handler transaction (exactly-once effects on the store's own database): the
-        block's writes and the job's fenced completion commit together, or not at all."""
+        block's writes and the job's fenced completion commit together, or not at all. After a
+        durable step parked (its park swallowed), raises that park again: nothing completes."""
         from .handler_tx import handler_transaction
 
+        if self._attempt.steps is not None:
+            self._attempt.steps.raise_pending()
+
         return handler_transaction(self._attempt)
+
+
+def swallowed_park(attempt: Attempt, ok: bool, value: Any) -> Park | None:
+    """The park a durable step of ``attempt`` raised (``ctx.sleep``, ``wait_for_signal``, ``map``,
+    ``call``), which the attempt then settles as, whatever the handler did after it: returned
+    (``ok``) or raised ``value``. None when no step parked. When the handler caught the park (an
+    ``except`` around the step), logs a WARNING on ``tenure.jobs`` saying so: what the code
+    did after the step ran on a step that had not finished, and is discarded (docs/workflows.md)."""
+    steps = attempt.steps
+    park: Park | None = None if steps is None else steps.pending
+    if park is not None and (value is not park or steps.caught):
+        did = "raised it again at a later step" if value is park else "returned" if ok else \
+            f"raised {type(value).__name__}: {error_message(value)[:200]}"
+        worker_log.event(logging.WARNING, attempt.job, attempt.lease.attempt, "swallowed_park",
+                         f"swallowed the park of a durable step (an except caught "
+                         f"tenure.durable.Park, {park}) and then {did}; the job parks as the step "
+                         "asked, and runs from the start when it wakes", attempt.worker.owner)
+    return park

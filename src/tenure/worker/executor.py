@@ -18,6 +18,7 @@ from ..errors import (
 )
 from ..tracing import run_span, run_span_or_none
 from .attempt import _RUNNING, SHUTDOWN, Attempt
+from .context import swallowed_park
 from .lifecycle import DETACHED, RUNNING, SETTLING
 from .slots import SlotPool
 from .state import WorkerState
@@ -99,6 +100,8 @@ class Executor(WorkerState):
                 return
             if attempt.timed_out:
                 ok, value = False, "job timed out"
+            elif attempt.steps is not None and (park := swallowed_park(attempt, ok, value)) is not None:
+                ok, value = False, park  # a durable step parked: whatever the handler did after it
             elif ok:
                 if value is not None:
                     try:

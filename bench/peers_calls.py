@@ -10,8 +10,9 @@ enqueue of one job per call, and its enqueue-to-start latency across processes.
   drain settings is started and left idle, then an enqueuer in another process sends ``N`` jobs,
   one every ``GAP`` ms (the same offered rate for every system), each carrying the machine clock
   taken just before its enqueue; the handler records how long after that it started. Reported:
-  p50 and p99 in ms. Verified: ``N`` jobs done in the store, the handler ran ``N`` times on ``N``
-  distinct jobs.
+  p50 and p99 in ms, and the worker process's CPU (every thread, ``/proc``) per job from the first
+  enqueue to the last job seen done: what an idle worker costs at this light offered rate.
+  Verified: ``N`` jobs done in the store, the handler ran ``N`` times on ``N`` distinct jobs.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ def measure_enqueue_one(system: Any, n: int, root: str) -> dict[str, Any]:
 
 def measure_latency(system: Any, n: int, gap_ms: float, root: str) -> dict[str, Any]:
     """One latency run of ``n`` jobs, one every ``gap_ms``, into an idle worker of ``system``."""
+    from .peers import proc_cpu_seconds  # here: bench.peers imports this module
+
     system.prepare_empty()
     argv, env = system.calls_argv("lwork", *system.lwork_args())
     with worker_process(system, argv, env, root) as (proc, stderr):
@@ -66,6 +69,7 @@ def measure_latency(system: Any, n: int, gap_ms: float, root: str) -> dict[str, 
         if line.strip() != "ready":
             raise RuntimeError(f"{system.label} latency worker did not start: {line!r} {stderr_tail(stderr)}")
         eargv, eenv = system.calls_argv("lenqueue", str(n), str(int(gap_ms * 1000)))
+        cpu0 = proc_cpu_seconds(proc.pid)
         enq = subprocess.run(eargv, capture_output=True, text=True, timeout=max(300, n * gap_ms / 100),
                              env=eenv, cwd=root)
         if enq.returncode != 0:
@@ -73,6 +77,7 @@ def measure_latency(system: Any, n: int, gap_ms: float, root: str) -> dict[str, 
         deadline = time.monotonic() + 120
         while system.done() < n and time.monotonic() < deadline:
             time.sleep(POLL_S)
+        cpu1 = proc_cpu_seconds(proc.pid)
         stdout, _ = proc.communicate("stop\n", timeout=120)
         if proc.returncode != 0:
             raise RuntimeError(f"{system.label} latency worker exited {proc.returncode}: {stderr_tail(stderr)}")
@@ -87,13 +92,15 @@ def measure_latency(system: Any, n: int, gap_ms: float, root: str) -> dict[str, 
     return {"jobs": n, "gap_ms": gap_ms,
             "p50_ms": round(percentile(lat, 0.5), 2) if lat else None,
             "p99_ms": round(percentile(lat, 0.99), 2) if lat else None,
+            "cpu_us_per_job": None if cpu0 is None or cpu1 is None else round((cpu1 - cpu0) / n * 1e6, 1),
             "verified": {"ok": not failures, "failures": failures}}
 
 
 def summarize_calls(runs_e: list[dict[str, Any]], runs_l: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians over the runs of one system (each field None when not measured)."""
     out: dict[str, Any] = {"enqueue_one_per_s": None, "enqueue_one_cpu_us": None,
-                           "latency_p50_ms": None, "latency_p99_ms": None, "calls_failures": [],
+                           "latency_p50_ms": None, "latency_p99_ms": None, "latency_cpu_us_per_job": None,
+                           "calls_failures": [],
                            "measured": bool(runs_e or runs_l)}
     if runs_e:
         out["enqueue_one_per_s"] = round(statistics.median(r["jobs_per_s"] for r in runs_e), 1)
@@ -104,5 +111,7 @@ def summarize_calls(runs_e: list[dict[str, Any]], runs_l: list[dict[str, Any]]) 
         out["latency_p50_ms"] = round(statistics.median(p50s), 2)
         out["latency_p99_ms"] = round(statistics.median(r["p99_ms"] for r in runs_l if r["p99_ms"] is not None), 2)
         out["latency_all"] = [(r["p50_ms"], r["p99_ms"]) for r in runs_l]
+        cpus = [r["cpu_us_per_job"] for r in runs_l if r.get("cpu_us_per_job") is not None]
+        out["latency_cpu_us_per_job"] = round(statistics.median(cpus), 1) if cpus else None
     out["calls_failures"] = [f for r in [*runs_e, *runs_l] for f in r["verified"]["failures"]]
     return out

@@ -115,6 +115,7 @@ def test_peers_harness_runs_tenure_on_sqlite_and_verifies_in_the_store(tmp_path:
     plain, durable = report["results"]
     assert plain["enqueue_one_per_s"] > 0 and len(plain["enqueue_one_all"]) == 2
     assert 0 < plain["latency_p50_ms"] <= plain["latency_p99_ms"] and len(plain["latency_all"]) == 2
+    assert plain["latency_cpu_us_per_job"] >= 0  # the worker process's CPU over the run, per job
     assert durable["enqueue_one_per_s"] is None and durable["latency_p50_ms"] is None
 
 

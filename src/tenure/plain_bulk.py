@@ -59,13 +59,10 @@ def payload_texts(specs: Sequence[dict[str, Any]]) -> list[str | None] | None:
         text = v.encode_json(batch)
     except (TypeError, ValueError, RecursionError):
         return None  # the item's own encoding raises its coded error, in order
-    pieces: list[str | None] = text[1:-1].split(_SEP_JSON)  # type: ignore[assignment]
+    pieces = text[1:-1].split(_SEP_JSON)
     if len(pieces) != n:
         return None  # a payload holds the separator
-    for i, piece in enumerate(pieces):
-        if piece == "null":
-            pieces[i] = None
-    return pieces
+    return [None if piece == "null" else piece for piece in pieces]
 
 
 def plain_rows(specs: Sequence[dict[str, Any]], texts: Sequence[str | None] | None, ids: Sequence[str],
@@ -78,7 +75,8 @@ def plain_rows(specs: Sequence[dict[str, Any]], texts: Sequence[str | None] | No
     names = VALID_NAMES
     dump = v.dump_json
     lo, hi = v.INT4_MIN, v.INT4_MAX
-    for i, spec in enumerate(specs):
+    deep = MAX_JSON_DEPTH
+    for spec, text, jid in zip(specs, texts or [None] * len(specs), ids, strict=True):
         kind = spec["kind"]
         queue = spec.get("queue", "default")
         priority = spec.get("priority", 0)
@@ -89,14 +87,12 @@ def plain_rows(specs: Sequence[dict[str, Any]], texts: Sequence[str | None] | No
         if texts is None:
             payload = spec.get("payload")
             text = None if payload is None else dump(payload, "payload", limit)
-        else:
-            text = texts[i]
-            if text is not None and (len(text) > limit or not text.isascii()
-                                     or text.count("[") + text.count("{") > MAX_JSON_DEPTH):
-                text = dump(spec["payload"], "payload", limit)  # the full checks, and their errors
+        elif text is not None and (len(text) > limit or not text.isascii()
+                                   or text.count("[") + text.count("{") > deep):
+            text = dump(spec["payload"], "payload", limit)  # the full checks, and their errors
         if type(priority) is not int or not lo <= priority <= hi:
             v.int4(priority, "priority")
-        append((ids[i], kind, text, queue, priority))
+        append((jid, kind, text, queue, priority))
     return rows
 
 

@@ -17,8 +17,9 @@ def _retry_busy(fn):
                 raise
 
 
-def claim_loop(url: str, queue: str | list[str], owner: str, seconds: float, barrier, out) -> None:
-    """Claim batches from ``queue`` (one or several) for ``seconds``, hold each job a few ms, complete it."""
+def claim_loop(url: str, queue: str | list[str], owner: str, seconds: float, barrier, out, stop=None) -> None:
+    """Claim batches from ``queue`` (one or several) for ``seconds`` (or until ``stop``, an event,
+    is set), hold each job a few ms, complete it."""
     import tenure
 
     done, error = 0, None
@@ -28,7 +29,7 @@ def claim_loop(url: str, queue: str | list[str], owner: str, seconds: float, bar
             jobs = store.jobs
             barrier.wait(timeout=60)
             deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
                 got = _retry_busy(lambda: jobs.claim_many("k", owner=owner, limit=2, queues=queue))
                 if not got:
                     time.sleep(0.001)

@@ -61,8 +61,10 @@ def test_limits_hold_under_real_processes(engine_url):
     (concurrency_limit=3, group_limit=1 over four groups) and ``serial`` (policy singleton over
     five keys). A sampler reading the table from outside never sees more than 3 leased jobs in
     ``limited``, 2 of one group, or 2 of one key in ``serial`` — and does see the limit reached and
-    several keys running at once (so the test can fail)."""
-    limit, seconds = 3, 2.0
+    several keys running at once (so the test can fail). It samples for at least ``seconds`` and
+    on until it has seen both (at most ``longest``): on a loaded machine four processes may take
+    longer to run two keys side by side, and a fixed window then proved nothing."""
+    limit, seconds, longest = 3, 2.0, 60.0
     setup = tenure.connect(engine_url)
     try:
         setup.queues.create("limited", concurrency_limit=limit, group_limit=1)
@@ -72,16 +74,17 @@ def test_limits_hold_under_real_processes(engine_url):
         setup.jobs.enqueue_many([{"kind": "k", "payload": i, "queue": "serial", "singleton_key": f"s{i % 5}"}
                                  for i in range(2000)])
         ctx = mp.get_context("spawn")
-        barrier, out = ctx.Barrier(5), ctx.Queue()
+        barrier, out, stop = ctx.Barrier(5), ctx.Queue(), ctx.Event()
         procs = [ctx.Process(target=_procs.claim_loop,
-                             args=(engine_url, ["limited", "serial"], f"p{i}", seconds, barrier, out))
+                             args=(engine_url, ["limited", "serial"], f"p{i}", longest, barrier, out, stop))
                  for i in range(4)]
         for p in procs:
             p.start()
         barrier.wait(timeout=60)
         peak = peak_group = peak_key = peak_keys = samples = 0
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+        start = time.monotonic()
+        while time.monotonic() < start + seconds or (
+                (peak < limit or peak_keys < 2) and time.monotonic() < start + longest):
             rows = raw(setup, "SELECT queue, coalesce(group_key, singleton_key), count(*) FROM tenure_jobs "
                               "WHERE state = 'leased' GROUP BY queue, coalesce(group_key, singleton_key)")
             limited = [n for q, _, n in rows if q == "limited"]
@@ -91,6 +94,7 @@ def test_limits_hold_under_real_processes(engine_url):
             peak_key = max([peak_key, *serial])
             peak_keys = max(peak_keys, len(serial))
             samples += 1
+        stop.set()
         results = [out.get(timeout=60) for _ in procs]
         for p in procs:
             p.join(timeout=30)

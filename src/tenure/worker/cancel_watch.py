@@ -32,6 +32,14 @@ log = logging.getLogger("tenure.worker")
 POLL_S = 0.25
 #: With a notification channel (PostgreSQL), the poll is only a backstop.
 POLL_NOTIFIED_S = 2.0
+#: A worker with no attempt in flight for this long stops listening (PostgreSQL: closes its
+#: ``LISTEN tenure_cancel`` connection). Up to PostgreSQL 15 at least, every ``NOTIFY`` wakes
+#: every listening backend of the database whatever its channel, and each runs a transaction to
+#: read the queue: an idle worker's cancel listener cost the server a wake-up and a commit on
+#: every enqueue. It listens again as soon as an attempt starts.
+LISTEN_IDLE_S = 2.0
+#: How often an idle worker without a listener looks whether an attempt started (no database call).
+IDLE_LOOK_S = 0.05
 
 
 class CancelWatch:
@@ -59,25 +67,57 @@ class CancelWatch:
     def _run(self) -> None:
         watcher = None
         try:
-            watcher = self.worker.store.engine.cancel_watcher() if self._notified else None
+            watcher = self._loop()
+        finally:
+            self._close(watcher)
+
+    def _open(self):
+        """The engine's cancel watcher, or None (then the poll decides: an engine without one, or
+        one that failed to open, never asked again)."""
+        try:
+            watcher = self.worker.store.engine.cancel_watcher()
         except Exception as exc:  # noqa: BLE001 - the poll is the fallback
             log.info("no cancel-request notifications (%s); polling every %.2fs", exc, POLL_S)
-        try:
-            self._loop(watcher)
-        finally:
-            if watcher is not None:
-                try:
-                    watcher.close()
-                except Exception:
-                    log.debug("closing the cancel watcher failed", exc_info=True)
+            watcher = None
+        if watcher is None:
+            self._notified = False
+        return watcher
 
-    def _loop(self, watcher) -> None:
+    @staticmethod
+    def _close(watcher) -> None:
+        if watcher is not None:
+            try:
+                watcher.close()
+            except Exception:
+                log.debug("closing the cancel watcher failed", exc_info=True)
+
+    def _loop(self):
+        """Answers the watcher open when the worker stops. The watcher is open only while this
+        worker has attempts in flight, and for :data:`LISTEN_IDLE_S` after: opened as one starts
+        (then the flags are read at once, so that a request made before it listened is seen)."""
         stop, poke = self._stop, self._poke
-        poll = POLL_S if watcher is None else POLL_NOTIFIED_S
-        next_poll = time.monotonic() + poll
+        watcher = None
+        idle_since: float | None = None
+        next_poll = time.monotonic() + POLL_S
         while not stop.is_set():
+            busy = self.worker._has_attempts()
+            now = time.monotonic()
+            if busy:
+                idle_since = None
+                if watcher is None and self._notified:
+                    watcher = self._open()
+                    if watcher is not None:
+                        poke.set()
+            else:
+                idle_since = idle_since if idle_since is not None else now
+                if watcher is not None and now - idle_since >= LISTEN_IDLE_S:
+                    self._close(watcher)  # an idle listener is woken by every enqueue's NOTIFY
+                    watcher = None
+            poll = POLL_S if watcher is None else POLL_NOTIFIED_S
             if watcher is None:
-                woke = poke.wait(max(0.0, next_poll - time.monotonic()))
+                # Idle with notifications: look again soon for an attempt starting (no database call).
+                pause = next_poll - now if busy or not self._notified else min(next_poll - now, IDLE_LOOK_S)
+                woke = poke.wait(max(0.0, pause))
             else:
                 try:
                     woke = watcher.wait(0.05)
@@ -94,6 +134,7 @@ class CancelWatch:
                 self.check()
             except Exception as exc:  # noqa: BLE001 - looked at again on the next turn
                 log.warning("reading cancel requests failed: %s", exc)
+        return watcher
 
     def check(self) -> None:
         """Read the flagged jobs once and act on this worker's own."""

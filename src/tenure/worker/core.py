@@ -33,7 +33,7 @@ from ..records import Lease
 from ..worker_health import Health, assess, count_zombies, zombie_limit
 from .attempt import SHUTDOWN, Attempt
 from .cancel_watch import CancelRequests, CancelWatch
-from .completer import SETTLERS_MVCC, Completer
+from .completer import Completer, settler_count
 from .keeper import Keeper
 from .lifecycle import DETACHED, SETTLED
 from .slots import SlotPool
@@ -126,9 +126,9 @@ class Worker(Completer, Keeper, CancelRequests):
         self._loop = None
         self._watch_thread = None
         # One settler where the store has one writer (SQLite: a second would only queue at the
-        # gate). On PostgreSQL two, each settling about half the slots, so one half's round trip
-        # overlaps the other half's handlers (see _complete_loop).
-        settlers = 1 if self.store.engine.exclusive_gate or self.concurrency == 1 else SETTLERS_MVCC
+        # gate). On PostgreSQL one per 128 slots (two to four), each settling its share of the
+        # slots, so one share's round trip overlaps the others' handlers (see _complete_loop).
+        settlers = settler_count(self.concurrency, self.store.engine.exclusive_gate)
         self._settlers = [threading.Thread(target=self._complete_loop, args=(self._done,),
                                            name=f"tenure-settle-{i}", daemon=True) for i in range(settlers)]
         self._settle_target = 0 if settlers == 1 else max(1, self.concurrency // settlers)  # 0: never gather

@@ -1,5 +1,5 @@
 """``tenure worker`` without ``--concurrency`` runs the default slots of its store's engine: 64 on
-SQLite (one writer, one settler), 256 on PostgreSQL (docs/performance.md, "Default settings");
+SQLite (one writer, one settler), 512 on PostgreSQL (docs/performance.md, "Default settings");
 an explicit ``--concurrency`` always wins."""
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def test_worker_runs_the_engine_default_slots_unless_told(cli, tmp_path):
 
 
 def test_default_concurrency_by_dialect_and_where_the_url_comes_from(monkeypatch):
-    assert (DEFAULT_CONCURRENCY, DEFAULT_CONCURRENCY_POSTGRES) == (64, 256)
-    assert default_concurrency("sqlite") == 64 and default_concurrency("postgres") == 256
+    assert (DEFAULT_CONCURRENCY, DEFAULT_CONCURRENCY_POSTGRES) == (64, 512)
+    assert default_concurrency("sqlite") == 64 and default_concurrency("postgres") == 512
 
     class _App:
         _store = None
@@ -88,4 +88,4 @@ def test_default_concurrency_by_dialect_and_where_the_url_comes_from(monkeypatch
 def test_worker_help_names_both_defaults(cli):
     res = subprocess.run([cli.bin, "worker", "--help"], env=cli.env, capture_output=True, text=True, timeout=60)
     text = " ".join(res.stdout.split())
-    assert "default 64 on SQLite, 256 on PostgreSQL" in text
+    assert "default 64 on SQLite, 512 on PostgreSQL" in text

@@ -57,10 +57,12 @@ def _instrument(app: Any, registry_box: list) -> None:
 #: one writer and one settler, and its drain peaks near 64 slots.
 DEFAULT_CONCURRENCY = 64
 #: The default on PostgreSQL. Its throughput for short jobs is set by how many leases are in
-#: flight while two settlers' round trips (a commit each) overlap: 256 slots drained 1.4-2x what
-#: 64 did in drains alternating on one loaded host, at the same or less CPU per job; 512 drained
-#: no more (docs/performance.md, "PostgreSQL drain: what the server and the worker spend").
-DEFAULT_CONCURRENCY_POSTGRES = 256
+#: flight while the settlers' round trips (a commit each) overlap: 256 slots drained 1.4-2x what
+#: 64 did in drains alternating on one loaded host, at the same or less CPU per job; 512 with two
+#: settlers drained no more, but 512 with four (one per 128 slots, ``worker.completer``) drained
+#: 1.3-1.5x what 256 did, at ~8% more CPU per job (docs/performance.md, "PostgreSQL drain: what the
+#: server and the worker spend"). An idle slot is a parked thread.
+DEFAULT_CONCURRENCY_POSTGRES = 512
 
 
 def default_concurrency(dialect: str) -> int:

@@ -30,7 +30,7 @@ from ..errors import InvalidArgument, InvalidType
 from ..jobs import DEFAULT_LEASE_MS
 from ..worker_health import DEFAULT_ZOMBIE_SHARE, check_share
 
-#: The most one claim takes (the default of ``claim_batch``). At PostgreSQL's default 256 slots a
+#: The most one claim takes (the default of ``claim_batch``). At 256 slots on PostgreSQL a
 #: settle-and-claim then claims every slot its batch frees: with 100 it claimed 96 and left the
 #: rest to a second claim by the dispatcher (a transaction more per cycle), and the worker spent
 #: 15-25% more CPU per job, client and server (docs/performance.md, "PostgreSQL drain").

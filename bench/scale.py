@@ -319,6 +319,10 @@ def run(base: str, depths: list[int], rounds: int, ops: int, retention: int, exa
         finally:
             for st in stores.values():
                 st.close()
+        # Logged before the retention step, which can take long at 100 000 000 rows: the
+        # measurements so far survive an interrupted run.
+        log("so far: " + json.dumps({k: out[k] for k in ("medians", "ratios", "plans", "verified") if k in out},
+                                    default=str))
         if retention:
             log(f"retention: {retention:,} settled jobs at depth {depths[-1]:,} ...")
             out["retention"] = _retention(base, schemas[depths[-1]], retention)

@@ -144,11 +144,13 @@ class _JobsBase:
         fresh = new_job_ids(len(specs))  # one clock read and one urandom for the batch
         minted = iter(fresh)
         traced = tracing_now()  # one look at the current trace for the batch
-        if len(specs) >= STREAM_MIN_JOBS and not traced:
-            queues = plain_queues(specs)
-            if queues is not None and self._insert_plain(specs, fresh, queues, conn):
-                return list(fresh)
-        if len(specs) >= STREAM_MIN_JOBS and _streamable(specs):
+        queues = plain_queues(specs) if len(specs) >= STREAM_MIN_JOBS and not traced else None
+        if queues is not None and self._insert_plain(specs, fresh, queues, conn):
+            return list(fresh)
+        # Not written plain: a policy queue, an id present, or a lost connection that may have
+        # committed them; the resolving path answers each (never the COPY stream: it would
+        # collide with rows that did commit).
+        if queues is None and len(specs) >= STREAM_MIN_JOBS and _streamable(specs):
             return self._insert_streamed(specs, minted, conn, traced)
         build, plain = self._build_spec, self._build_plain
         built = [plain(spec, minted, traced) if _is_plain(spec) else build(spec, minted) for spec in specs]

@@ -171,3 +171,31 @@ def test_batch_ids_increase_within_a_millisecond_and_when_random_digits_repeat(m
     assert {(u.version, u.variant) for u in parsed} == {(7, uuid.RFC_4122)}
     assert all(str(u) == i for u, i in zip(parsed, minted, strict=True))
     assert {u.int >> 80 for u in parsed[2000:3000]} == {1_800_000_000_001}
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_connection_lost_under_a_plain_bulk_falls_back_with_the_same_ids(store, monkeypatch, committed):
+    """The connection breaks during the plain write, after or before its commit: the bulk is
+    written again by the resolving path with the same ids, and every job is stored once."""
+    if store.dialect != "postgres":
+        pytest.skip("a lost connection is PostgreSQL's (SQLite has none)")
+    import psycopg
+
+    from tenure.engine.postgres.session import PostgresSession
+
+    real = PostgresSession.job_insert_plain
+    broke: list[int] = []
+
+    def breaking(self, chunks, templates, now):
+        if not broke:
+            broke.append(1)
+            if committed:
+                real(self, chunks, templates, now)
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return real(self, chunks, templates, now)
+
+    monkeypatch.setattr(PostgresSession, "job_insert_plain", breaking)
+    ids = store.jobs.enqueue_many([{"kind": "k", "payload": i, "queue": "lost"} for i in range(N)])
+    assert broke == [1] and len(set(ids)) == N
+    stored = jobs_in(store, "lost")
+    assert sorted(j.id for j in stored) == sorted(ids) and sorted(j.payload for j in stored) == list(range(N))

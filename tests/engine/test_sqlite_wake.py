@@ -172,3 +172,25 @@ def test_a_watcher_that_cannot_listen_keeps_the_fast_poll(url, monkeypatch):
             assert w._gap == w._interval
         finally:
             w.close()
+
+
+def test_pokes_follow_a_new_waiter_of_the_same_file(url, monkeypatch):
+    """A poke that fails (the waiter stepped down) makes the poker re-read the waiter files it
+    knows (no directory listing) on its next commit: the new waiter is poked."""
+    monkeypatch.setattr(watch, "RETRY_S", 0.0)
+    with tenure.connect(url) as a, tenure.connect(url) as b:
+        a.jobs.counts()
+        w1, w2 = a.engine.watcher(), a.engine.watcher()
+        try:
+            assert w1.lead(KEY) and not w2.lead(KEY)
+            b.jobs.enqueue("noop")  # the poker reads w1's address
+            assert select.select([w1._sock], [], [], 10)[0]
+            w1.follow()
+            assert w2.lead(KEY)
+            b.jobs.enqueue("noop")  # to w1's closed socket: refused, read again
+            b.jobs.enqueue("noop")
+            assert select.select([w2._sock], [], [], 10)[0]
+            assert b.engine._poker is not None and b.engine._poker._addresses == (w2._sock.getsockname(),)
+        finally:
+            w1.close()
+            w2.close()

@@ -81,6 +81,8 @@ class Poker:
         self._prefix = base + _WAITER
         self._addresses: tuple[bytes, ...] = ()
         self._due = 0.0  # when to re-read the waiter files (time.monotonic)
+        self._listed = 0.0  # when the directory was last listed (a retry re-reads the known files)
+        self._names: list[str] = []
         self._reading = threading.Lock()
         self._sock: socket.socket | None = None  # unbound: it only sends
         if sys.platform.startswith("linux") and fcntl is not None:
@@ -110,13 +112,18 @@ class Poker:
                 self._due = min(self._due, now + RETRY_S)
 
     def _read(self, now: float) -> None:
+        """Re-read the waiter files; list the directory (which may be large) at most every
+        :data:`REFRESH_S`, a retry re-reads only the files already known."""
         found: list[bytes] = []
         complete = True
-        try:
-            names = [n for n in os.listdir(self._dir or ".")
-                     if n.startswith(self._prefix) and len(n) == len(self._prefix) + 16]
-        except OSError:
-            names = []
+        if now - self._listed >= REFRESH_S or not self._listed:
+            self._listed = now
+            try:
+                self._names = [n for n in os.listdir(self._dir or ".")
+                               if n.startswith(self._prefix) and len(n) == len(self._prefix) + 16]
+            except OSError:
+                self._names = []
+        names = self._names
         for name in names:
             try:
                 with open(os.path.join(self._dir, name), "rb") as f:
@@ -131,7 +138,7 @@ class Poker:
                     pass
             complete = False  # no waiter (stepping down, starting) or a torn write: look again soon
         self._addresses = tuple(found)
-        self._due = now + (REFRESH_S if complete else RETRY_S)
+        self._due = min(now + (REFRESH_S if complete else RETRY_S), self._listed + REFRESH_S)
 
     def close(self) -> None:
         sock, self._sock = self._sock, None

@@ -102,9 +102,15 @@ def settle_requested(store: Store, lease: Lease) -> TenureError | None:
         )
 
 
+def abandoned_due(store: Store) -> bool:
+    """Whether this process's next :func:`cancel_abandoned` would run (not just returned)."""
+    return time.monotonic() >= getattr(store, "_abandoned_next", 0.0)
+
+
 def cancel_abandoned(store: Store, session: Session) -> list[JobRow]:
     """Settle ``cancelled`` the flagged jobs whose holder is gone (lease expired), at most every
-    :data:`ABANDONED_EVERY` seconds per process; called by the claim, before it claims."""
+    :data:`ABANDONED_EVERY` seconds per process; called by the claim, before it claims (a
+    worker's dispatcher: after, see :meth:`tenure.jobs.Jobs.sweep_abandoned`)."""
     due = time.monotonic()
     if due < getattr(store, "_abandoned_next", 0.0):
         return []

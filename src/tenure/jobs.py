@@ -39,7 +39,7 @@ from .errors import (
 from .fence import check_lease, refusal
 from .handler_control import Discard, Retry
 from .job_admin import JobAdmin
-from .job_control import cancel_abandoned
+from .job_control import abandoned_due, cancel_abandoned
 from .job_rows import lease_of, row_to_claim, row_to_job
 from .records import Claim, Dependency, Job, Lease, Page
 from .settle_batch import as_met_before_claim, check_items, first_of_each, item_specific, merge, spread
@@ -117,12 +117,15 @@ class Jobs(JobAdmin):
 
     def claim_many(self, kinds: str | Sequence[str] | None, *, owner: str, limit: int,
                    lease_ms: int = DEFAULT_LEASE_MS, queues: str | Sequence[str] | None = None,
-                   cancel: threading.Event | None = None, instance: str | None = None) -> list[Claim]:
+                   cancel: threading.Event | None = None, instance: str | None = None,
+                   sweep: bool = True) -> list[Claim]:
         """Lease up to ``limit`` jobs in one statement; each gets its own token and generation.
         A set ``cancel`` withdraws a claim still waiting for the store gate (nothing claimed).
         ``instance`` (a worker's unique per-process id, :attr:`tenure.worker.Worker.instance`) is
         stamped on each lease: the maintenance reaper and :meth:`release_lost_claims` match leases
-        by it, never by ``owner`` (docs/guarantees.md, "Liveness: deadlines and lost connections")."""
+        by it, never by ``owner`` (docs/guarantees.md, "Liveness: deadlines and lost connections").
+        ``sweep=False``: leave the once-a-second clean-up of abandoned cancel requests (run first
+        otherwise) to the caller's :meth:`sweep_abandoned`, after it has started what it claimed."""
         kinds_l = None if kinds is None else v.names(kinds, "kinds")
         queues_l = None if queues is None else v.names(queues, "queues")
         if not isinstance(owner, str) or not owner:
@@ -135,12 +138,22 @@ class Jobs(JobAdmin):
         v.lease_ms(lease_ms)
         v.positive_int(limit, "limit", maximum=10_000)
         with self._store._session(cancel) as s:
-            cancel_abandoned(self._store, s)
+            if sweep:
+                cancel_abandoned(self._store, s)
             rows = s.job_claim(kinds=kinds_l, queues=queues_l, owner=owner, lease_ms=lease_ms,
                                now=self._store._now(), limit=limit, instance=instance)
             self.rate_wake_at = s.rate_wake_at
             self._held.value = s.limit_held
         return self._claims(rows)
+
+    def sweep_abandoned(self, cancel: threading.Event | None = None) -> None:
+        """The claim's clean-up on its own, when due (at most once a second per process): settle
+        ``cancelled`` the flagged jobs whose holder is gone. A worker runs it after starting what
+        its claim leased, so that job never waits for the clean-up's trip to the store."""
+        if not abandoned_due(self._store):
+            return
+        with self._store._session(cancel) as s:
+            cancel_abandoned(self._store, s)
 
     def _claims(self, rows: Sequence[JobRow]) -> list[Claim]:
         """The claims of freshly leased rows. A row that cannot be decoded is never handed out

@@ -39,9 +39,9 @@ MAX_SETTLE_BATCH = 500
 SETTLERS_MVCC = 2
 #: Slots per settler on such an engine, and the most settlers: one settler per 128 slots, so that
 #: at 512 slots four round trips of ~128 settlements and claims overlap instead of two of ~256.
-#: Alternating in-process drains of 20 000 jobs at load 4-7: 512 slots with four settlers beat
-#: 256 with two in 12 pairs of 15 (medians 12.2k against 7.9k jobs/s in one set of six pairs),
-#: and 512 with two in 3 of 4; server CPU per job ~8% higher (docs/performance.md).
+#: Alternating in-process drains of 20 000 jobs at load 3-7: 512 slots with four settlers beat
+#: 256 with two in 13 pairs of 15 (medians 12.2k against 7.9k jobs/s in one set of six pairs),
+#: and 512 with two in 3 of 6; 6-9% more CPU per job (docs/performance.md, "Four settlers").
 SETTLE_SLOTS = 128
 SETTLERS_MAX = 4
 #: How long a settler waits for still-running handlers to join a batch below its target share.

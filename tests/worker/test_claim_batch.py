@@ -8,6 +8,7 @@ import queue
 import threading
 import time
 import types
+from collections import Counter
 
 from tenure.worker import core
 from tenure.worker.state import MAX_CLAIM_BATCH
@@ -16,11 +17,17 @@ from tests.worker._wk import wait_for
 
 def _stalled(store, worker) -> str:
     """What a drain that stopped progressing leaves to read: the jobs by state, the next runnable
-    ones (state, run_at, lease) against the store's clock, and the worker's counters."""
+    ones (state, run_at, lease) against the store's clock, the worker's counters, and where its
+    in-flight attempts sit (by lifecycle state: SETTLING ones wait for a settler) beside its slot
+    accounting (reserved, credited)."""
     with store.transaction() as tx:
         head = list(tx.execute("SELECT state, queue, run_at, lease_until, lease_owner FROM tenure_jobs "
                                "WHERE state IN ('pending', 'leased') ORDER BY run_at LIMIT 3"))
-    return f"counts={store.jobs.counts()} now={store._now() or int(time.time() * 1000)} head={head} stats={worker.stats()}"
+    with worker._lock:
+        states = Counter(a.state.value for a in worker._attempts.values())
+        slots = " ".join(f"{k}={getattr(worker, '_' + k, None)}" for k in ("reserved", "credit", "backlog"))
+    return (f"counts={store.jobs.counts()} now={store._now() or int(time.time() * 1000)} head={head} "
+            f"stats={worker.stats()} in_flight={dict(states)} {slots}")
 
 def test_a_claim_takes_up_to_256_free_slots(any_store, make_worker):
     assert MAX_CLAIM_BATCH == 256

@@ -69,6 +69,10 @@ def test_cli_and_dashboard_list_newest_first(cli, engine_url):
 def test_minted_ids_increase_within_a_millisecond_and_when_the_clock_steps_back(monkeypatch):
     from tenure import ids
 
+    # The generator remembers the last id it minted; restore it after the test, or every later
+    # id in this pytest process would be minted after this fake 2027 millisecond (counter-like
+    # random parts, and a test faking the clock near that date would see ids going backwards).
+    monkeypatch.setattr(ids, "_last", ids._last)
     now = [1_800_000_000_000 * 1_000_000]
     monkeypatch.setattr(ids.time, "time_ns", lambda: now[0])
     first = ids.new_job_ids(5_000)  # one millisecond: 5 000 ids

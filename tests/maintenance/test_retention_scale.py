@@ -14,3 +14,47 @@ def test_postgres_the_backstop_vacuum_always_cleans_the_indexes(pg_store):
     pg_store.jobs.enqueue_many([{"kind": "k"} for _ in range(10)])
     assert pg_store.maintenance.vacuum_jobs(force=True)  # the server accepts it, as the table's owner
     assert pg_store.maintenance.stats()["vacuums"] == 1
+
+
+def _settled_history(store, n: int) -> None:
+    """``n`` done jobs past the default horizon, none with a horizon of its own, ANALYZEd: the
+    statistics that led the planner to scan the whole heap for the custom horizon's statement."""
+    with store._session() as s:
+        s.execute("INSERT INTO tenure_jobs (id, kind, payload, state, run_at, created_at, updated_at) "
+                  "SELECT 'h' || lpad(g::text, 9, '0'), 'k', '{}', 'done', g, g, g "
+                  "FROM generate_series(1, %s) g", (n,))
+        s.execute("ANALYZE tenure_jobs")
+
+
+def _plan(store, sql: str, *settings: str) -> str:
+    import psycopg
+
+    from tests.conftest import PG_URL
+
+    with psycopg.connect(PG_URL) as conn:
+        for setting in settings:
+            conn.execute(setting)
+        rows = conn.execute("EXPLAIN " + sql, {"now": None, "limit": 1000,
+                                               "default_after_ms": 7 * 86_400_000}).fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+def test_postgres_retention_statements_walk_their_index_whatever_the_estimate(pg_store):
+    _settled_history(pg_store, 20_000)
+    misled = _plan(pg_store, pgm.DELETE_SETTLED_CUSTOM)
+    # What the planner picks on its own estimate: a bitmap scan here (it reads every due row, then
+    # sorts), the whole heap sequentially at 100 000 000 rows.
+    assert "Index Scan using tenure_jobs_delete_at" not in misled, misled
+    for sql, index in ((pgm.DELETE_SETTLED_CUSTOM, "tenure_jobs_delete_at"),
+                       (pgm.DELETE_SETTLED_DEFAULT, "tenure_jobs_settled")):
+        plan = _plan(pg_store, sql, *pgm.INDEX_WALK)
+        assert f"Index Scan using {index} on tenure_jobs" in plan, plan
+        assert "Seq Scan on tenure_jobs" not in plan and "Bitmap Heap Scan on tenure_jobs" not in plan, plan
+
+
+def test_postgres_retention_settings_stay_in_its_own_transaction(pg_store, clock):
+    _settled_history(pg_store, 10)
+    assert pg_store.maintenance.delete_settled() == 10
+    with pg_store._session() as s:
+        assert s.execute("SHOW enable_seqscan").fetchone()[0] == "on"
+        assert s.execute("SHOW enable_bitmapscan").fetchone()[0] == "on"

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _validate as v
 from . import durations
+from .engine.rows import RetentionMark
 from .errors import InvalidArgument, InvalidType, OperationWithdrawn
 from .limits import MAINTENANCE_CALL_TIMEOUT_S, RELEASE_CALL_TIMEOUT_S
 from .schedules import DEFAULT_MISFIRE_GRACE_MS, declared_for
@@ -386,13 +387,21 @@ class Maintainer:
         return n
 
     def delete_settled(self, *, drain: bool = False, cancel: threading.Event | None = None) -> int:
-        """Delete settled jobs past their deletion horizon, with their checkpoints; answers how many."""
+        """Delete settled jobs past their deletion horizon, with their checkpoints; answers how many.
+        One call is one walk: the clock is read once, and each batch starts where the one before
+        it stopped (:class:`~tenure.engine.rows.RetentionMark`), past the index entries those
+        left behind. A job that becomes due during the walk, or that another transaction held
+        when its batch passed, goes in the next call."""
         cfg = self._config
+        after = None if cfg.delete_after is None else durations.to_ms(cfg.delete_after)
+        mark = RetentionMark()
+        clock: list[int] = []
 
         def batch() -> int:
             with self.store._session(cancel) as s:
-                after = None if cfg.delete_after is None else durations.to_ms(cfg.delete_after)
-                return s.job_delete_settled(self.store._now(), after, cfg.batch_size)
+                if not clock:
+                    clock.append(self.store._now_or(s, self.store._now()))
+                return s.job_delete_settled(clock[0], after, cfg.batch_size, mark)
 
         n = self._batches(batch, drain, cancel)
         self._count("deleted", n)

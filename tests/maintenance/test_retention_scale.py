@@ -34,7 +34,7 @@ def _plan(store, sql: str, *settings: str) -> str:
     with psycopg.connect(PG_URL) as conn:
         for setting in settings:
             conn.execute(setting)
-        rows = conn.execute("EXPLAIN " + sql, {"now": None, "limit": 1000,
+        rows = conn.execute("EXPLAIN " + sql, {"now": None, "limit": 1000, "from": pgm.NO_MARK,
                                                "default_after_ms": 7 * 86_400_000}).fetchall()
     return "\n".join(r[0] for r in rows)
 
@@ -58,3 +58,44 @@ def test_postgres_retention_settings_stay_in_its_own_transaction(pg_store, clock
     with pg_store._session() as s:
         assert s.execute("SHOW enable_seqscan").fetchone()[0] == "on"
         assert s.execute("SHOW enable_bitmapscan").fetchone()[0] == "on"
+
+
+def test_a_drain_deletes_exactly_the_due_rows_across_batches_with_tied_keys(store, clock):
+    """Batches of 3 over keys tied across batch boundaries: each batch starts AT the last key
+    deleted, so a tie cut by the limit is still found, and nothing not due goes."""
+    from tests.maintenance.test_sweeps import DAY, make, sql
+
+    old = clock.now - 8 * DAY
+    for i, (n, at) in enumerate(((4, old), (5, old + 1), (1, old + 2))):
+        make(store, n, f"due{i}-", state="done", updated_at=at)
+    for i, n in enumerate((4, 2)):  # their own horizon: due, tied in updated_at + delete_after_ms
+        make(store, n, f"own{i}-", state="dead", updated_at=clock.now - 60_000 + i, delete_after_ms=1_000 - i)
+    make(store, 2, "young", state="done", updated_at=clock.now - 7 * DAY + 1)
+    make(store, 2, "own-young", state="done", updated_at=clock.now, delete_after_ms=1)
+    make(store, 2, "pending", updated_at=old)
+    make(store, 2, "failed", state="failed", updated_at=old)
+    m = store.maintenance
+    m.configure(batch_size=3)
+    assert m.delete_settled(drain=True) == 16
+    left = sorted(r[0] for r in sql(store, "SELECT id FROM tenure_jobs"))
+    assert left == sorted(f"{p}{i:05d}" for p in ("young", "own-young", "pending", "failed") for i in range(2))
+
+
+def test_a_batch_starts_at_the_walk_s_mark_and_advances_it(store, clock):
+    from tenure.engine.rows import RetentionMark
+    from tests.maintenance.test_sweeps import DAY, make, sql
+
+    old = clock.now - 8 * DAY
+    make(store, 2, "behind", state="done", updated_at=old - 5)
+    make(store, 3, "ahead", state="done", updated_at=old)
+    make(store, 2, "own-behind", state="done", updated_at=old, delete_after_ms=DAY - 1)
+    make(store, 1, "own-ahead", state="done", updated_at=old, delete_after_ms=DAY)
+    mark = RetentionMark(custom=old + DAY, default=old - 4)
+    with store._session() as s:
+        assert s.job_delete_settled(clock.now, 7 * DAY, 10, mark) == 4
+    assert mark == RetentionMark(custom=old + DAY, default=old)
+    left = sorted(r[0] for r in sql(store, "SELECT id FROM tenure_jobs"))
+    assert left == ["behind00000", "behind00001", "own-behind00000", "own-behind00001"]
+    with store._session() as s:
+        assert s.job_delete_settled(clock.now, 7 * DAY, 10, mark) == 0
+    assert mark == RetentionMark(custom=old + DAY, default=old)

@@ -183,10 +183,13 @@ class AdminContract(abc.ABC):
         """Vacuum (or analyze) the jobs table; a set ``cancel`` stops it at once and answers False."""
 
     @abc.abstractmethod
-    def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int) -> int:
+    def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int,
+                           mark: R.RetentionMark | None = None) -> int:
         """Delete up to ``limit`` settled jobs past their deletion horizon (``updated_at +
         delete_after_ms``, else ``+ default_after_ms``; None: only jobs with their own), with their
-        checkpoints; answers how many."""
+        checkpoints; answers how many. With ``mark`` (a walk of several batches at one ``now``),
+        only rows at or past its keys are looked at, and it is advanced to the keys of the rows
+        deleted."""
 
     # -- the read model (engine/<dialect>/insights.py) -----------------------------------------
     @abc.abstractmethod

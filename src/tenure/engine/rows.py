@@ -460,6 +460,21 @@ class Settle:
     fixed_delay: bool = False
 
 
+@dataclass(slots=True)
+class RetentionMark:
+    """Where one walk of the retention statements has got to, for the next batch to start there
+    (keyset): each deleted batch leaves dead entries at the head of its index until a vacuum, and
+    a batch started from the index's first key walks them all again. ``custom`` is the highest
+    ``updated_at + delete_after_ms``, ``default`` the highest ``updated_at`` (no horizon of its
+    own) among the rows deleted so far; None: nothing deleted yet. The next batch starts AT the
+    key (``>=``), so rows tied with the last deleted one are still found. Meaningful only with the
+    same ``now`` for the whole walk (a row settles with ``updated_at`` = the clock, never behind a
+    fixed horizon); a row skipped because another transaction held it is left to the next walk."""
+
+    custom: int | None = None
+    default: int | None = None
+
+
 def iter_chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]

@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..rows import SCHEDULE_COLUMNS, WORKER_COLUMNS, LeaderRow, Reaped, ScheduleRow
+from ..rows import SCHEDULE_COLUMNS, WORKER_COLUMNS, LeaderRow, Reaped, RetentionMark, ScheduleRow
 
 SCHEDULE_COLS = ", ".join(SCHEDULE_COLUMNS)
 WORKER_COLS = ", ".join(WORKER_COLUMNS)
@@ -131,16 +131,21 @@ RETURNING id
 """
 # Settled jobs past their horizon: the default one (no delete_after of their own) through the
 # settled index in updated_at order, their own through the delete_at expression index.
+# ``:from`` is the walk's mark (tenure.engine.rows.RetentionMark): SQLite removes a deleted
+# row's index entries at once, so here it only keeps the walk the same as on PostgreSQL.
 DUE_DEFAULT = f"""
-SELECT id FROM tenure_jobs INDEXED BY tenure_jobs_settled
-WHERE state IN {SETTLED} AND updated_at <= :horizon AND delete_after_ms IS NULL
+SELECT id, updated_at FROM tenure_jobs INDEXED BY tenure_jobs_settled
+WHERE state IN {SETTLED} AND updated_at <= :horizon AND updated_at >= :from AND delete_after_ms IS NULL
 ORDER BY updated_at LIMIT :limit
 """
 DUE_CUSTOM = f"""
-SELECT id FROM tenure_jobs INDEXED BY tenure_jobs_delete_at
+SELECT id, updated_at + delete_after_ms FROM tenure_jobs INDEXED BY tenure_jobs_delete_at
 WHERE state IN {SETTLED} AND delete_after_ms IS NOT NULL AND updated_at + delete_after_ms <= :now
+  AND updated_at + delete_after_ms >= :from
 ORDER BY updated_at + delete_after_ms LIMIT :limit
 """
+#: Below every key: a walk without a mark starts at the index's first entry.
+NO_MARK = -(2**63)
 DELETE_CHECKPOINTS = "DELETE FROM tenure_checkpoints WHERE run_id IN (SELECT value FROM json_each(:ids))"
 DELETE_JOBS = "DELETE FROM tenure_jobs WHERE id IN (SELECT value FROM json_each(:ids))"
 
@@ -252,19 +257,27 @@ class SQLiteMaintenanceMixin:
     def jobs_vacuum(self, cancel: Any = None, *, analyze_only: bool = False) -> bool:
         return False
 
-    def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int) -> int:
+    def job_delete_settled(self, now: int | None, default_after_ms: int | None, limit: int,
+                           mark: RetentionMark | None = None) -> int:
         """Delete up to ``limit`` settled jobs past their deletion horizon (``updated_at +
         delete_after_ms``, else ``+ default_after_ms``; None: only jobs with their own), with their
-        checkpoints, in one transaction; answers how many."""
+        checkpoints, in one transaction; answers how many. ``mark``: see the base class."""
         now = _wall_ms() if now is None else now
+        mark = RetentionMark() if mark is None else mark
         conn = self._conn
         opened = _begin(conn)
         ok = False
         try:
-            ids = [r[0] for r in conn.execute(DUE_CUSTOM, {"now": now, "limit": limit})]
+            due = conn.execute(DUE_CUSTOM, {"now": now, "limit": limit, "from": _from(mark.custom)}).fetchall()
+            if due:
+                mark.custom = max(_from(mark.custom), max(r[1] for r in due))
+            ids = [r[0] for r in due]
             if default_after_ms is not None and len(ids) < limit:
-                ids += [r[0] for r in conn.execute(DUE_DEFAULT, {"horizon": now - default_after_ms,
-                                                                 "limit": limit - len(ids)})]
+                due = conn.execute(DUE_DEFAULT, {"horizon": now - default_after_ms, "limit": limit - len(ids),
+                                                 "from": _from(mark.default)}).fetchall()
+                if due:
+                    mark.default = max(_from(mark.default), max(r[1] for r in due))
+                ids += [r[0] for r in due]
             if ids:
                 payload = json.dumps(ids)
                 conn.execute(DELETE_CHECKPOINTS, {"ids": payload})
@@ -273,6 +286,10 @@ class SQLiteMaintenanceMixin:
             return len(ids)
         finally:
             _end(conn, opened, ok)
+
+
+def _from(key: int | None) -> int:
+    return NO_MARK if key is None else key
 
 
 def _schedule(r: Any) -> ScheduleRow | None:

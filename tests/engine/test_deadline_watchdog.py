@@ -103,3 +103,35 @@ def test_the_thread_local_deadline_nests_and_none_means_unbounded():
         t.join()
         assert seen == [None]  # per thread
     assert current() is None
+
+
+def test_calls_after_an_idle_spell_do_not_wake_the_thread():
+    """The thread sleeps, with no call in flight, only as long as the shortest watch it has seen
+    (at least IDLE_WAKE_S): a later call watched as long ends after that wake-up, so registering it
+    needs no thread hop. Sleeping until told, it was woken by every first call after an idle
+    spell: an idle worker's claim and its settlement, each a thread switch per job."""
+    dog = Watchdog()
+    notified: list[int] = []
+    real_notify = dog._cond.notify
+
+    def notify(n: int = 1) -> None:
+        notified.append(n)
+        real_notify(n)
+
+    dog._cond.notify = notify  # type: ignore[method-assign]
+    try:
+        with dog.watch(-1, 30.0):
+            pass  # starts the thread
+        deadline = time.monotonic() + 5
+        while dog._wake_at == 0.0 and time.monotonic() < deadline:
+            time.sleep(0.001)  # the thread has looked at its calls and gone to sleep
+        before = len(notified)
+        for _ in range(20):
+            with dog.watch(-1, 30.0):
+                pass
+        assert len(notified) == before  # no hop: each ends after the thread's next wake-up
+        with dog.watch(-1, 0.5):
+            pass  # a shorter one than the idle sleep still tells the thread
+        assert len(notified) == before + 1
+    finally:
+        dog.close()

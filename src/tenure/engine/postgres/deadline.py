@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _local = threading.local()
+#: The shortest sleep of a watchdog with no call in flight (see Watchdog._run).
+IDLE_WAKE_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class Watchdog:
         self._calls: set[WatchedCall] = set()
         self._thread: threading.Thread | None = None
         self._wake_at = 0.0  # when the thread wakes next (it is told only of earlier deadlines)
+        self._idle_s = math.inf  # how long it sleeps with no call: the shortest watch it has seen
         self._closed = False
         #: Calls cut so far (a test signal).
         self.fired = 0
@@ -93,6 +96,7 @@ class Watchdog:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
             self._calls.add(call)
+            self._idle_s = min(self._idle_s, seconds)
             if call.deadline < self._wake_at:  # else the thread wakes early enough: no thread hop
                 self._cond.notify()
         try:
@@ -132,7 +136,12 @@ class Watchdog:
                     if call.deadline <= now:
                         self._fire(call, f"no answer within {call.seconds:g} s")
                 waits = [c.deadline - now for c in live if c.deadline > now]
-                wait = min(waits) if waits else None
+                # With no call in flight it still wakes after the shortest watch it has seen (at
+                # least IDLE_WAKE_S), not never: a call watched that long from now then ends after
+                # that wake-up, so it needs no thread hop (sleeping forever, every first call after
+                # an idle spell woke this thread: an idle worker's claim and its settlement, each).
+                idle = None if math.isinf(self._idle_s) else max(self._idle_s, IDLE_WAKE_S)
+                wait = min(waits) if waits else idle
                 self._wake_at = math.inf if wait is None else now + wait
                 self._cond.wait(wait)
 

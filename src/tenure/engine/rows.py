@@ -465,14 +465,17 @@ class RetentionMark:
     """Where one walk of the retention statements has got to, for the next batch to start there
     (keyset): each deleted batch leaves dead entries at the head of its index until a vacuum, and
     a batch started from the index's first key walks them all again. ``custom`` is the highest
-    ``updated_at + delete_after_ms``, ``default`` the highest ``updated_at`` (no horizon of its
-    own) among the rows deleted so far; None: nothing deleted yet. The next batch starts AT the
-    key (``>=``), so rows tied with the last deleted one are still found. Meaningful only with the
+    ``updated_at + delete_after_ms`` among the rows deleted so far, ``default`` and ``default_id``
+    the highest ``(updated_at, id)`` of those with no horizon of their own; None: nothing deleted
+    yet. The next batch starts AT ``custom`` (``>=``: its index has no id, rows tied with the last
+    deleted one are walked again) and just past ``(default, default_id)`` (PostgreSQL; SQLite,
+    which leaves no dead entries, at ``default``), so a tie cut by the limit is still found. Meaningful only with the
     same ``now`` for the whole walk (a row settles with ``updated_at`` = the clock, never behind a
     fixed horizon); a row skipped because another transaction held it is left to the next walk."""
 
     custom: int | None = None
     default: int | None = None
+    default_id: str | None = None
 
 
 def iter_chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

@@ -172,14 +172,15 @@ _DUE_CUSTOM = f"""
 _DUE_DEFAULT = f"""
   SELECT id, updated_at AS key FROM tenure_jobs
   WHERE state IN {SETTLED} AND delete_after_ms IS NULL
-    AND updated_at <= {NOW} - %(default_after_ms)s::bigint AND updated_at >= %(from)s::bigint
-  ORDER BY updated_at LIMIT %(limit)s::int
+    AND updated_at <= {NOW} - %(default_after_ms)s::bigint
+    AND (updated_at, id) > (%(from)s::bigint, %(from_id)s::text)
+  ORDER BY updated_at, id LIMIT %(limit)s::int
   FOR UPDATE SKIP LOCKED"""
-# How many rows went, and the highest key among them (NULL: none).
+# How many rows went, and the highest key (with its id) among them (NULL: none).
 _DELETE = """
 checkpoints AS (DELETE FROM tenure_checkpoints WHERE run_id IN (SELECT id FROM doomed)),
-jobs AS (DELETE FROM tenure_jobs j USING doomed d WHERE j.id = d.id RETURNING d.key)
-SELECT count(*), max(key) FROM jobs
+jobs AS (DELETE FROM tenure_jobs j USING doomed d WHERE j.id = d.id RETURNING d.key, d.id)
+SELECT count(*), max(key), (array_agg(id ORDER BY key DESC, id DESC))[1] FROM jobs
 """
 #: Below every key: a walk without a mark starts at the index's first entry.
 NO_MARK = -(2**63)
@@ -324,20 +325,21 @@ class PostgresMaintenanceMixin:
         checkpoints; answers how many. Each statement is its own short transaction. ``mark``: see
         the base class."""
         mark = RetentionMark() if mark is None else mark
-        n, key = self._retention(DELETE_SETTLED_CUSTOM, {"now": now, "limit": limit, "from": _from(mark.custom)})
+        n, key, _ = self._retention(DELETE_SETTLED_CUSTOM, {"now": now, "limit": limit,
+                                                            "from": _from(mark.custom)})
         if key is not None:
             mark.custom = max(_from(mark.custom), int(key))
         if default_after_ms is not None and n < limit:
-            more, key = self._retention(DELETE_SETTLED_DEFAULT, {
+            more, key, key_id = self._retention(DELETE_SETTLED_DEFAULT, {
                 "now": now, "limit": limit - n, "default_after_ms": default_after_ms,
-                "from": _from(mark.default)})
+                "from": _from(mark.default), "from_id": mark.default_id or ""})
             n += more
-            if key is not None:
-                mark.default = max(_from(mark.default), int(key))
+            if key is not None:  # ordered by (updated_at, id): past the mark
+                mark.default, mark.default_id = int(key), key_id
         return n
 
-    def _retention(self, sql: str, params: dict[str, Any]) -> tuple[int, int | None]:
-        """One retention statement (answers its count and highest key), on tenure's own
+    def _retention(self, sql: str, params: dict[str, Any]) -> tuple[int, int | None, str | None]:
+        """One retention statement (answers its count, highest key and that row's id), on tenure's own
         connection in a transaction of its own with :data:`INDEX_WALK` (one round trip); inside
         a caller's transaction as it is."""
         conn = self._conn
@@ -349,7 +351,7 @@ class PostgresMaintenanceMixin:
                     conn.execute(setting)
                 cur = conn.execute(sql, params)
             row = cur.fetchone()
-        return int(row[0]), row[1]
+        return int(row[0]), row[1], row[2]
 
 
 def _from(key: int | None) -> int:

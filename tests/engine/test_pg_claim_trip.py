@@ -176,3 +176,18 @@ def test_a_claim_in_the_callers_transaction_leaves_its_plan_settings_alone(one_c
         assert own.execute("SHOW plan_cache_mode").fetchone() == ("auto",)
         assert _claim_plans(own) == []
         own.rollback()
+
+
+@pytest.mark.parametrize("kinds,queues", [(["k"], None), (None, None), (["k"], ["a"]), (["k"], ["a", "b"])])
+def test_the_claim_text_fits_psycopgs_statement_cache(kinds, queues):
+    """psycopg converts a statement's placeholders once and caches it only for a text of at most
+    MAX_CACHED_STATEMENT_LENGTH characters: a longer claim was re-parsed on every call (~0.1 ms of
+    client CPU before it was sent). Its whitespace outside literals is squeezed to fit."""
+    from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
+
+    from tenure.engine.postgres.session import _claim_sql
+
+    for limit in (1, 4, 256, 10_000):
+        sql = _claim_sql(kinds, queues, limit=limit, copies=queues is not None)
+        assert len(sql) <= MAX_CACHED_STATEMENT_LENGTH, (len(sql), kinds, queues)
+        assert "'pending', 'failed'" in sql  # literals and the spaces around them kept

@@ -7,8 +7,12 @@ store like every other scenario.
   for ``load_seconds``). Each phase ends when its last job has settled. **CPU per job** = the
   CPU time of the enqueuer, of both worker processes and, on PostgreSQL, of every server backend
   of the bench's database (``/proc/<pid>/stat``; the server runs on this host), over the phase,
-  divided by its jobs; on PostgreSQL also the **commits per job** (``pg_stat_database``, read
-  after the server has flushed its counters). The target: light / saturated CPU per job <= 1.5.
+  divided by its jobs; on PostgreSQL also the **commits per job**: ``pg_stat_database.xact_commit``
+  of the bench's database (every transaction committed in it, read-only ones included) from the
+  phase's start to its end, each end read :data:`STATS_SETTLE_S` after the phase (PostgreSQL 15
+  flushes a backend's counters at most once a second, and one that then goes idle only 10 s
+  later), so the idle workers' polls and the meter's own reads in that window count too (a few
+  per second against the phase's jobs). The target: light / saturated CPU per job <= 1.5.
 * ``churn``: the drain rate of ``jobs`` fresh no-op jobs (one worker at ``process_concurrency``)
   on a table that has first served ``churn_jobs`` jobs (bulk-enqueued and drained, their done rows
   retained as the default retention keeps them, their dead tuples wherever the server's vacuum
@@ -32,6 +36,14 @@ from .child import Recorder, wait_completions
 from .scenarios import KIND, Config, Prepared, _cpu_us, _elapsed_rate, fill
 from .targets import PostgresTarget, Target, verify_store
 
+#: Seconds between a phase's last settle and reading its commit count. A PostgreSQL 15 backend
+#: flushes its statistics when it goes idle, but at most once a second: one that committed less
+#: than a second after its last flush and then stays idle (the enqueuer's connection, a listening
+#: connection) flushes only when its 10 s idle timer (PGSTAT_IDLE_INTERVAL) fires.
+#: ``pg_stat_force_next_flush()`` flushes only the calling backend. A 1.2 s wait assigned those
+#: late commits to the next phase (commits per job swung by ~1.5 between runs).
+STATS_SETTLE_S = 11.0
+
 
 def _proc_cpu(pid: int) -> float | None:
     """User + system CPU seconds of process ``pid`` (every thread), or None when it is gone."""
@@ -51,6 +63,7 @@ class _Meter:
         self.pg = isinstance(target, PostgresTarget)
         self.raw = target.raw(url) if self.pg else None
         self.pids = pids
+        self._settled_commits: int | None = None  # the last stop()'s reading, the next start's
 
     def _backends(self) -> dict[int, float]:
         if self.raw is None:
@@ -65,15 +78,19 @@ class _Meter:
         return out
 
     def _commits(self) -> int | None:
+        """The database's committed transactions once every backend has flushed what it
+        committed up to now (:data:`STATS_SETTLE_S`)."""
         if self.raw is None:
             return None
-        time.sleep(1.2)  # backends flush their counters at most once a second
+        time.sleep(STATS_SETTLE_S)
         self.raw.execute("SELECT pg_stat_clear_snapshot()")
         return int(self.raw.execute("SELECT xact_commit FROM pg_stat_database "
                                     "WHERE datname = current_database()").fetchone()[0])
 
     def start(self) -> None:
-        self.commits0 = self._commits()
+        # Right after a stop() its settled reading is this phase's start: nothing ran between.
+        settled, self._settled_commits = self._settled_commits, None
+        self.commits0 = settled if settled is not None else self._commits()
         self.own0 = time.process_time()
         self.workers0 = [_proc_cpu(p) or 0.0 for p in self.pids]
         self.backends0 = self._backends()
@@ -82,7 +99,7 @@ class _Meter:
         own = time.process_time() - self.own0
         workers = sum((_proc_cpu(p) or 0.0) - c for p, c in zip(self.pids, self.workers0, strict=True))
         backends = sum(cpu - self.backends0.get(pid, 0.0) for pid, cpu in self._backends().items())
-        commits = self._commits()
+        commits = self._settled_commits = self._commits()
         total = own + workers + backends
         out: dict[str, Any] = {
             "cpu_us_per_job": _cpu_us(total, jobs), "enqueuer_cpu_us_per_job": _cpu_us(own, jobs),
@@ -91,6 +108,10 @@ class _Meter:
             out["server_cpu_us_per_job"] = _cpu_us(backends, jobs)
             if commits is not None and self.commits0 is not None:
                 out["commits_per_job"] = round((commits - self.commits0) / jobs, 2) if jobs else None
+                out["commits_counted"] = ("xact_commit of the bench's database (idle polls and the "
+                                          "meter's reads included), phase start to commits_settle_s "
+                                          "after its last settle")
+                out["commits_settle_s"] = STATS_SETTLE_S
         return out
 
     def close(self) -> None:

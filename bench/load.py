@@ -43,6 +43,9 @@ from .targets import PostgresTarget, Target, verify_store
 #: ``pg_stat_force_next_flush()`` flushes only the calling backend. A 1.2 s wait assigned those
 #: late commits to the next phase (commits per job swung by ~1.5 between runs).
 STATS_SETTLE_S = 11.0
+#: When the commit count is also read early (after one flush interval), to report how many
+#: commits reached the counter only after it (``late_commits_per_job``).
+EARLY_READ_S = 1.2
 
 
 def _proc_cpu(pid: int) -> float | None:
@@ -64,6 +67,7 @@ class _Meter:
         self.raw = target.raw(url) if self.pg else None
         self.pids = pids
         self._settled_commits: int | None = None  # the last stop()'s reading, the next start's
+        self.early: int | None = None  # the last _commits()'s reading after EARLY_READ_S
 
     def _backends(self) -> dict[int, float]:
         if self.raw is None:
@@ -82,7 +86,13 @@ class _Meter:
         committed up to now (:data:`STATS_SETTLE_S`)."""
         if self.raw is None:
             return None
-        time.sleep(STATS_SETTLE_S)
+        time.sleep(EARLY_READ_S)
+        self.early = self._read_commits()  # what the old 1.2 s reading saw, for the record
+        time.sleep(STATS_SETTLE_S - EARLY_READ_S)
+        return self._read_commits()
+
+    def _read_commits(self) -> int:
+        assert self.raw is not None
         self.raw.execute("SELECT pg_stat_clear_snapshot()")
         return int(self.raw.execute("SELECT xact_commit FROM pg_stat_database "
                                     "WHERE datname = current_database()").fetchone()[0])
@@ -100,6 +110,7 @@ class _Meter:
         workers = sum((_proc_cpu(p) or 0.0) - c for p, c in zip(self.pids, self.workers0, strict=True))
         backends = sum(cpu - self.backends0.get(pid, 0.0) for pid, cpu in self._backends().items())
         commits = self._settled_commits = self._commits()
+        early = self.early if commits is not None else None
         total = own + workers + backends
         out: dict[str, Any] = {
             "cpu_us_per_job": _cpu_us(total, jobs), "enqueuer_cpu_us_per_job": _cpu_us(own, jobs),
@@ -112,6 +123,8 @@ class _Meter:
                                           "meter's reads included), phase start to commits_settle_s "
                                           "after its last settle")
                 out["commits_settle_s"] = STATS_SETTLE_S
+                if early is not None and jobs:  # counted only after the phase's first flush interval
+                    out["late_commits_per_job"] = round((commits - early) / jobs, 2)
         return out
 
     def close(self) -> None:

@@ -191,7 +191,8 @@ def table_rows(engine: str, res: dict[str, Any], rat: dict[str, Any]) -> list[Ro
                 parts.append(f"server {_fmt(r.get('server_cpu_us_per_job'))}")
             if r.get("commits_per_job") is not None:
                 parts.append(f"{_fmt(r['commits_per_job'])} commits/job (database xact_commit, "
-                             f"read {r.get('commits_settle_s', '?')} s after the phase)")
+                             f"read {r.get('commits_settle_s', '?')} s after the phase; "
+                             f"{_fmt(r.get('late_commits_per_job'))} of them counted after 1.2 s)")
             rows.append(("8 light load", f"{ll['processes']} workers, {pace}: {', '.join(parts)}",
                          _fmt(r.get("jobs_per_s"), " jobs/s"), _fmt(r.get("cpu_us_per_job")), "", ok(ll)))
         rows.append(("8 light load", "CPU per job, light / saturated", _fmt(ll.get("light_vs_saturated_cpu")), "",

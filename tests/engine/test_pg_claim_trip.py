@@ -11,9 +11,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 from psycopg.pq import Trace, TransactionStatus
-from tests.conftest import PG_URL, empty_pg, require_pg
+from tests.conftest import PG_URL, require_pg
+from tests.engine import _one_conn
 
-import tenure
 from tenure.engine.postgres.conn import _pipelined
 
 pytestmark = pytest.mark.postgres
@@ -21,20 +21,12 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture
 def one_conn_store():
-    require_pg()
-    empty_pg()
-    store = tenure.connect(PG_URL + ("&" if "?" in PG_URL else "?") + "pool_max=1&pool_min=1")
-    store.jobs  # noqa: B018 - migrate
-    store._jobs.claim_many(["warm"], owner="w", limit=1)  # its once-a-second sweep (cancel_abandoned) done
-    yield store
-    store.close()
+    for store in _one_conn.one_conn_store():
+        store._jobs.claim_many(["warm"], owner="w", limit=1)  # its once-a-second sweep (cancel_abandoned) done
+        yield store
 
 
-def _pooled(store) -> psycopg.Connection:
-    pool = store.engine._live()
-    conn = pool.getconn()
-    pool.putconn(conn)
-    return conn
+_pooled = _one_conn.pooled
 
 
 def _syncs(conn: psycopg.Connection, tmp_path, call) -> list[str]:

@@ -7,28 +7,14 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from tests.conftest import PG_URL, empty_pg, require_pg
+from tests.conftest import PG_URL
+from tests.engine import _one_conn
 
-import tenure
 from tenure.engine.postgres.session import SETTLE_CURSORS, PostgresSession
 from tenure.engine.rows import Settle
 
-
-@pytest.fixture
-def one_conn_store():
-    require_pg()
-    empty_pg()
-    store = tenure.connect(PG_URL + ("&" if "?" in PG_URL else "?") + "pool_max=1&pool_min=1")
-    store.jobs  # noqa: B018 - migrate
-    yield store
-    store.close()
-
-
-def _pooled(store):
-    pool = store.engine._live()
-    conn = pool.getconn()
-    pool.putconn(conn)
-    return conn
+one_conn_store = pytest.fixture(_one_conn.one_conn_store)
+_pooled = _one_conn.pooled
 
 
 def test_settle_and_claim_run_on_the_pooled_connections_own_cursors(one_conn_store):

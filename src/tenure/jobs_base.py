@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _validate as v
 from . import dependencies
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .enqueue_options import EnqueueOptions
     from .store import Store
 
+T = TypeVar("T")
 
 #: An ``enqueue_many`` item with only these keys is built by ``_build_plain`` (a fast path over
 #: a subset of the table's ``enqueue_many`` options; tests/core/test_enqueue_options.py).
@@ -182,12 +183,7 @@ class _JobsBase:
         ids: list[str] | None = None
         now = store._now()
         try:
-            if conn is not None:
-                with store.engine.coded_errors():  # the caller's connection: never a raw driver error
-                    ids = store.queues.insert_fresh(store._adopt(conn), source, queues, now)
-            else:
-                with self._session() as s:
-                    ids = store.queues.insert_fresh(s, source, queues, now)
+            ids = self._write(conn, lambda s: store.queues.insert_fresh(s, source, queues, now))
         except NotStreamable:
             ids = None
         except StoreUnavailable as exc:
@@ -212,12 +208,7 @@ class _JobsBase:
         chunks = plain_chunks(specs, ids, store.max_payload_bytes)
         now = store._now()
         try:
-            if conn is not None:
-                with store.engine.coded_errors():  # the caller's connection: never a raw driver error
-                    written = store.queues.insert_plain(store._adopt(conn), chunks, queues, now)
-            else:
-                with self._session() as s:
-                    written = store.queues.insert_plain(s, chunks, queues, now)
+            written = self._write(conn, lambda s: store.queues.insert_plain(s, chunks, queues, now))
         except StoreUnavailable as exc:
             if conn is not None or not self._retriable(exc):
                 raise
@@ -337,6 +328,15 @@ class _JobsBase:
             ids = dependencies.write(store, s, jobs, now)
         self._after_enqueue()
         return ids
+
+    def _write(self, conn: Any, call: Callable[[Any], T]) -> T:
+        """``call(session)`` once: on the caller's connection (``conn=``; its driver errors
+        answered as coded errors), else in a session of the store's own."""
+        if conn is not None:
+            with self._store.engine.coded_errors():  # the caller's connection: never a raw driver error
+                return call(self._store._adopt(conn))
+        with self._session() as s:
+            return call(s)
 
     def _atomic_session(self):
         """A session inside one transaction: the root's own, or the caller's (``tx.jobs``)."""

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
+import traceback
 
 import pytest
 
@@ -43,6 +45,28 @@ def _worker(store, ran: list, name: str, handler=None, **kw):
         ran.append((name, ctx.job.id))
 
     return store.jobs.create_worker({"noop": handler or noop}, poll_interval=HOUR, **kw)
+
+
+def _state(w) -> str:
+    """What a worker's waiter election looked like (for a failure message): its slot accounting
+    as ``_has_room`` reads it, its watcher's lock state, and where its watch thread stands."""
+    watcher_state = {}
+    thread = w._watch_thread
+    frame = None if thread is None else sys._current_frames().get(thread.ident)
+    if frame is not None:  # the watcher object is a local of the watch thread's _watch frame
+        f = frame
+        while f is not None and f.f_code.co_name != "_watch":
+            f = f.f_back
+        watcher = None if f is None else f.f_locals.get("watcher")
+        watcher_state = {k: getattr(watcher, k, None) for k in ("_leading", "_following", "_lead_fd", "_sock")}
+        if f is not None:  # the watch loop's own view: its leading, since when full, next lead try
+            watcher_state.update({k: f.f_locals.get(k) for k in ("leading", "full_since", "next_try", "room")})
+            watcher_state["now"] = time.monotonic()
+    stack = "".join(traceback.format_stack(frame, limit=4)) if frame is not None else "no watch thread"
+    return (f"has_room={w._has_room()} reserved={w._reserved} credit={w._credit} "
+            f"attempts={len(w._attempts)} quarantine={w._quarantine} leading={w._leading} "
+            f"lead_tries={w._lead_tries} watcher={watcher_state} "
+            f"alive={thread is not None and thread.is_alive()}\n  watch thread at:\n{stack}")
 
 
 def _pair(engine_url):
@@ -149,7 +173,10 @@ def test_a_waiter_with_full_slots_steps_down(engine_url, concurrency):
             producer.jobs.enqueue("noop")
         wait_for(lambda: len(ran) == concurrency, what="a's slots full")
         # a steps down; b, with room, takes the waiter lock and hears the next job.
-        wait_for(lambda: wb._leading, timeout=30, what="b waiting in a's place")
+        try:
+            wait_for(lambda: wb._leading, timeout=30, what="b waiting in a's place")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\na: {_state(wa)}\nb: {_state(wb)}") from None
         job = producer.jobs.enqueue("noop")
         wait_for(lambda: ("b", job) in ran, timeout=30, what="the next job run by b")
     finally:

@@ -63,7 +63,7 @@ def _state(w) -> str:
             watcher_state.update({k: f.f_locals.get(k) for k in ("leading", "full_since", "next_try", "room")})
             watcher_state["now"] = time.monotonic()
     stack = "".join(traceback.format_stack(frame, limit=4)) if frame is not None else "no watch thread"
-    return (f"has_room={w._has_room()} reserved={w._reserved} credit={w._credit} "
+    return (f"claims={w._stats['claims']} has_room={w._has_room()} reserved={w._reserved} credit={w._credit} "
             f"attempts={len(w._attempts)} quarantine={w._quarantine} leading={w._leading} "
             f"lead_tries={w._lead_tries} watcher={watcher_state} "
             f"alive={thread is not None and thread.is_alive()}\n  watch thread at:\n{stack}")
@@ -172,6 +172,8 @@ def test_a_waiter_with_full_slots_steps_down(engine_url, concurrency):
         for _ in range(concurrency):  # a's slots fill up
             producer.jobs.enqueue("noop")
         wait_for(lambda: len(ran) == concurrency, what="a's slots full")
+        # Every job so far ran on a: had b claimed one, a would have room and rightly keep waiting.
+        assert all(name == "a" for name, _ in ran), (ran, _state(wa), _state(wb))
         # a steps down; b, with room, takes the waiter lock and hears the next job.
         try:
             wait_for(lambda: wb._leading, timeout=30, what="b waiting in a's place")

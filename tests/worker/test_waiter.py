@@ -62,6 +62,12 @@ def _state(w) -> str:
         if f is not None:  # the watch loop's own view: its leading, since when full, next lead try
             watcher_state.update({k: f.f_locals.get(k) for k in ("leading", "full_since", "next_try", "room")})
             watcher_state["now"] = time.monotonic()
+        fd = watcher_state.get("_lead_fd")
+        if isinstance(fd, int):  # still the waiter file? (a raw fd closed elsewhere and reused is not)
+            try:
+                watcher_state["lead_file"] = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError as exc:
+                watcher_state["lead_file"] = repr(exc)
     stack = "".join(traceback.format_stack(frame, limit=4)) if frame is not None else "no watch thread"
     return (f"claims={w._stats['claims']} has_room={w._has_room()} reserved={w._reserved} credit={w._credit} "
             f"attempts={len(w._attempts)} quarantine={w._quarantine} leading={w._leading} "

@@ -5,6 +5,7 @@ poke, a closed socket, a stale waiter file) is still seen. SQLite only: PostgreS
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import socket
@@ -192,5 +193,36 @@ def test_pokes_follow_a_new_waiter_of_the_same_file(url, monkeypatch):
             assert select.select([w2._sock], [], [], 10)[0]
             assert b.engine._poker is not None and b.engine._poker._addresses == (w2._sock.getsockname(),)
         finally:
+            w1.close()
+            w2.close()
+
+
+def test_a_lock_try_that_fails_for_another_reason_than_contention_is_retried_on_a_new_descriptor(
+        url, monkeypatch):
+    """A waiter file descriptor gone dead (EBADF) was taken for "held by another watcher" on every
+    later try: the watcher never led again, whoever else stepped down."""
+    with tenure.connect(url) as a, tenure.connect(url) as b:
+        a.jobs.counts()
+        w1, w2 = a.engine.watcher(), b.engine.watcher()
+        real_flock = watch.fcntl.flock
+        dead = -1
+        try:
+            assert w1.lead(KEY) and not w2.lead(KEY)
+            dead = w2._lead_fd
+
+            def flock(fd, op):
+                if fd == dead:
+                    raise OSError(errno.EBADF, "Bad file descriptor")
+                return real_flock(fd, op)
+
+            monkeypatch.setattr(watch.fcntl, "flock", flock)
+            assert not w2.lead(KEY)  # a waits still
+            w1.follow()
+            assert w2.lead(KEY) and w2._lead_fd != dead
+            assert not w1.lead(KEY)
+        finally:
+            monkeypatch.undo()
+            if dead >= 0 and w2._lead_fd != dead:
+                os.close(dead)  # really open (only its lock calls failed), and no longer w2's
             w1.close()
             w2.close()

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import socket
@@ -302,8 +303,17 @@ class SQLiteWatcher(LeadingWatcher):
                 self._lead_name = name
             try:
                 fcntl.flock(self._lead_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[arg-type]
-            except OSError:
+            except BlockingIOError:
                 self._following = True  # held by another watcher
+                return False
+            except OSError as exc:
+                # Not contention: the descriptor is gone (EBADF) or cannot be locked. Taken for
+                # "held", every later try hit the same dead descriptor and this watcher never led
+                # again; the next try opens the file anew (a dead number is not closed: it may be
+                # another file's by now).
+                if exc.errno != errno.EBADF:
+                    self._close_lead_file()
+                self._lead_fd, self._lead_name, self._following = None, "", True
                 return False
             self._leading, self._following = True, False
             self._listen()

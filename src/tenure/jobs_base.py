@@ -22,7 +22,7 @@ from .errors import (
 )
 from .ids import new_job_id, new_job_ids
 from .job_rows import row_to_job
-from .plain_bulk import plain_chunks, plain_queues
+from .plain_bulk import PLAIN_KEYS, plain_chunks, plain_queues
 from .records import Job, Lease
 from .tracing import enqueue_headers, tracing_now
 
@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 #: An ``enqueue_many`` item with only these keys is built by ``_build_plain`` (a fast path over
-#: a subset of the table's ``enqueue_many`` options; tests/core/test_enqueue_options.py).
-_PLAIN_KEYS = frozenset({"kind", "payload", "queue", "priority"})
+#: a subset of the table's ``enqueue_many`` options; tests/core/test_enqueue_options.py): the
+#: plain bulk path's keys.
+_PLAIN_KEYS = PLAIN_KEYS
 
 def _is_plain(spec: Any) -> bool:
     return type(spec) is dict and "kind" in spec and _PLAIN_KEYS.issuperset(spec)

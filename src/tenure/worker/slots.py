@@ -50,10 +50,6 @@ class SlotPool:
         if gate is not None:
             gate.release()
 
-    def put(self, attempt: Attempt) -> None:
-        """Queue one attempt (see :meth:`put_many`)."""
-        self.put_many((attempt,))
-
     def _next_gate(self) -> threading.Lock | None:
         """Holding ``_mutex``: the gate to open when work is queued and no woken thread is on its
         way to it (counted as on its way from now on), else None."""

@@ -41,14 +41,10 @@ class Executor(WorkerState):
             try:
                 span = run_span_or_none(attempt.job, attempt.lease.attempt)
                 if span is None:  # no trace to record: no context manager either
-                    result = attempt.handler(attempt.job.payload, attempt.ctx)
-                    if result is not None and inspect.isawaitable(result):
-                        result = asyncio.run(_await(result))
+                    result = _call(attempt)
                 else:
                     with span:
-                        result = attempt.handler(attempt.job.payload, attempt.ctx)
-                        if result is not None and inspect.isawaitable(result):
-                            result = asyncio.run(_await(result))
+                        result = _call(attempt)
             except BaseException as exc:  # noqa: BLE001 - a handler cannot break the loop (6.22)
                 running.attempt = None
                 finish(attempt, False, exc)
@@ -115,6 +111,14 @@ class Executor(WorkerState):
             self._done.put((attempt, ok, value))
         except BaseException:  # last resort: the lease expires, the job is reclaimed
             log.exception("finishing job %s failed", attempt.job.id)
+
+
+def _call(attempt: Attempt) -> Any:
+    """Run a sync slot's handler; an awaitable it returns is run to its end on a loop of its own."""
+    result = attempt.handler(attempt.job.payload, attempt.ctx)
+    if result is not None and inspect.isawaitable(result):
+        result = asyncio.run(_await(result))
+    return result
 
 
 async def _await(awaitable: Any) -> Any:

@@ -197,9 +197,12 @@ class Attempt:
         return JobContext(self)
 
     def cancel(self, reason: Any) -> None:
+        """Set the cancellation (the first reason wins). For a reason that stops the handler
+        (:func:`cancels_task`), an async attempt's running task is also cancelled; one whose task has
+        not started yet is cancelled as it starts (``Executor._run_async``)."""
         if self.cancelled._set(reason):
             task, loop = self.task, self.loop
-            if task is not None and loop is not None and (reason is SHUTDOWN or reason is CANCEL_REQUESTED):
+            if task is not None and loop is not None and cancels_task(reason):
                 loop.call_soon_threadsafe(task.cancel)
 
     def cancel_by_operator(self) -> bool:
@@ -212,6 +215,14 @@ class Attempt:
         if getattr(_RUNNING, "attempt", None) is self or (self.loop is not None and _loop_here() is self.loop):
             return self.finished.is_set()
         return self.finished.wait(self.worker.stop_grace)
+
+
+def cancels_task(reason: Any) -> bool:
+    """Whether a cancellation for ``reason`` is delivered to an async handler as ``task.cancel()``
+    (an ``asyncio.CancelledError`` at its next await) rather than only through ``ctx.cancelled``:
+    the worker shutting down, and an operator's cancel request (``jobs.request_cancel``). The same
+    rule whether it arrives while the task runs or before the task started."""
+    return reason is SHUTDOWN or reason is CANCEL_REQUESTED
 
 
 def _loop_here() -> asyncio.AbstractEventLoop | None:

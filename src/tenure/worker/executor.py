@@ -17,7 +17,7 @@ from ..errors import (
     UnstorableValue,
 )
 from ..tracing import run_span, run_span_or_none
-from .attempt import _RUNNING, SHUTDOWN, Attempt
+from .attempt import _RUNNING, SHUTDOWN, Attempt, cancels_task
 from .context import swallowed_park
 from .lifecycle import DETACHED, RUNNING, SETTLING
 from .slots import SlotPool
@@ -69,8 +69,8 @@ class Executor(WorkerState):
     async def _run_async(self, attempt: Attempt) -> None:
         task = attempt.task = asyncio.current_task()
         assert task is not None  # this coroutine runs as a task
-        if attempt.cancelled.is_set() and attempt.cancelled.reason is SHUTDOWN:
-            task.cancel()
+        if attempt.cancelled.is_set() and cancels_task(attempt.cancelled.reason):
+            task.cancel()  # set before the task existed: Attempt.cancel had no task to cancel
         try:
             with run_span(attempt.job, attempt.lease.attempt):
                 result = await attempt.handler(attempt.job.payload, attempt.ctx)

@@ -8,7 +8,8 @@ import functools
 import json
 import operator
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ..rows import Inserted, NewJob, PlainRow
@@ -44,6 +45,20 @@ def _bulk_written(conn: sqlite3.Connection, sql: str, chunks: list[str], count: 
     every row was written (the usual bulk, read from the rowcounts alone), else the ids this call
     wrote, read by undoing the statements and running them again with ``RETURNING id`` (an id
     that existed before is then not among them; ``ON CONFLICT DO NOTHING`` skipped it)."""
+    with _bulk_savepoint(conn):
+        # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.
+        if sum(conn.execute(sql, (chunk,)).rowcount for chunk in chunks) == count:
+            return None
+        conn.execute("ROLLBACK TO tenure_bulk")
+        return {row[0] for chunk in chunks for row in conn.execute(sql + "\nRETURNING id", (chunk,)).fetchall()}
+
+
+@contextmanager
+def _bulk_savepoint(conn: sqlite3.Connection) -> Iterator[None]:
+    """The block runs under the savepoint ``tenure_bulk`` (the block may ``ROLLBACK TO`` it itself):
+    an exception undoes every row the block wrote and propagates; however the block ends, the
+    savepoint is released, so the caller's transaction, if any, goes on and nothing is committed
+    here. Both bulk writers (:func:`_bulk_written`, :func:`insert_plain`) run under it."""
     if conn.isolation_level is not None and not conn.in_transaction:
         # A caller's connection in the driver's implicit-transaction mode (the outbox): its first
         # INSERT would have opened the caller's transaction. Open it here, or the savepoint would be
@@ -51,11 +66,7 @@ def _bulk_written(conn: sqlite3.Connection, sql: str, chunks: list[str], count: 
         conn.execute("BEGIN")
     conn.execute("SAVEPOINT tenure_bulk")
     try:
-        # rowcount, not total_changes: the latter also counts the queue-registry trigger's row.
-        if sum(conn.execute(sql, (chunk,)).rowcount for chunk in chunks) == count:
-            return None
-        conn.execute("ROLLBACK TO tenure_bulk")
-        return {row[0] for chunk in chunks for row in conn.execute(sql + "\nRETURNING id", (chunk,)).fetchall()}
+        yield
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK TO tenure_bulk")  # a failed bulk writes none of its rows
@@ -120,21 +131,11 @@ def insert_plain(conn: sqlite3.Connection, chunks: Iterable[Sequence[PlainRow]],
         for i in range(0, len(rows), BULK_ROWS):
             statements.append((sql, (_dumps([r[:3] for r in rows[i:i + BULK_ROWS]]), *fixed)))
         count += len(rows)
-    if conn.isolation_level is not None and not conn.in_transaction:
-        conn.execute("BEGIN")  # the caller's implicit transaction, as in _bulk_written
-    conn.execute("SAVEPOINT tenure_bulk")
-    try:
+    with _bulk_savepoint(conn):
         if sum(conn.execute(sql, params).rowcount for sql, params in statements) != count:
             conn.execute("ROLLBACK TO tenure_bulk")  # an id was present: none of them
             return False
         return True
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK TO tenure_bulk")
-        raise
-    finally:
-        if conn.in_transaction:
-            conn.execute("RELEASE tenure_bulk")
 
 
 @functools.lru_cache(maxsize=64)

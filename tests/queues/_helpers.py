@@ -1,8 +1,10 @@
-"""Helpers for the queue tests: raw reads of columns a Job record does not carry, and coded
-refusals."""
+"""Helpers for the queue tests: raw reads of columns a Job record does not carry, coded
+refusals, and processes started to act at the same instant."""
 
 from __future__ import annotations
 
+import multiprocessing as mp
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import pytest
@@ -41,3 +43,21 @@ def refused(code: str):
         yield ei
     got = getattr(ei.value, "code", None)
     assert got == code, f"expected {code}, got {type(ei.value).__name__}({got}): {ei.value!r}"
+
+
+def at_once(target: Callable[..., None], args: tuple, processes: int = 4) -> list[tuple]:
+    """Run ``target(*args, barrier, out)`` in ``processes`` spawned processes (a function of
+    ``_procs``: it waits on the shared barrier, so all act at the same instant, then puts one
+    report on ``out`` whose last item is an error text or None). Answers the reports in the order
+    they came; the test fails when any process reports an error."""
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(processes), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args, barrier, out)) for _ in range(processes)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    errors = [r[-1] for r in results if r[-1]]
+    assert not errors, errors
+    return results

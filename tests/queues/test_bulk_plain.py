@@ -7,7 +7,6 @@ a bad item with the same code writing nothing, and leave policy queues to the re
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import uuid
 
 import pytest
@@ -17,7 +16,7 @@ from tenure import ids as tenure_ids
 from tenure.plain_bulk import _SEP
 
 from . import _procs
-from ._helpers import jobs_in, raw, refused
+from ._helpers import at_once, jobs_in, raw, refused
 
 N = 300
 RAW_COLUMNS = ("policy", "singleton_key", "singleton_on", "retry_delay_ms", "retry_backoff",
@@ -134,17 +133,8 @@ def test_processes_plain_bulks_race_a_singleton_queue(engine_url):
     setup = tenure.connect(engine_url)
     try:
         setup.queues.create("single", policy="singleton")
-        ctx = mp.get_context("spawn")
         for queue in ("plain", "single"):
-            barrier, out = ctx.Barrier(4), ctx.Queue()
-            procs = [ctx.Process(target=_procs.enqueue_bulk, args=(engine_url, queue, N, barrier, out))
-                     for _ in range(4)]
-            for p in procs:
-                p.start()
-            results = [out.get(timeout=120) for _ in procs]
-            for p in procs:
-                p.join(timeout=30)
-            assert not [e for _, e in results if e], results
+            results = at_once(_procs.enqueue_bulk, (engine_url, queue, N))
             answered = sorted(i for ids, _ in results for i in ids)
             assert sorted(j.id for j in jobs_in(setup, queue)) == answered and len(set(answered)) == 4 * N
         assert raw(setup, "SELECT DISTINCT policy, singleton_key FROM tenure_jobs WHERE queue = 'single'") == [

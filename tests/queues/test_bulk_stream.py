@@ -7,7 +7,6 @@ and every job is claimed exactly once."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import re
 
 import pytest
@@ -16,7 +15,7 @@ import tenure
 from tenure.jobs_base import STREAM_MIN_JOBS
 
 from . import _procs
-from ._helpers import jobs_in, raw, refused
+from ._helpers import at_once, jobs_in, raw, refused
 
 N = 2 * STREAM_MIN_JOBS + 3  # above the streaming threshold
 #: The columns a Job record does not carry, compared raw.
@@ -173,17 +172,8 @@ def test_processes_bulk_enqueueing_at_once(engine_url):
     setup = tenure.connect(engine_url)
     try:
         setup.queues.create("short", policy="short")
-        ctx = mp.get_context("spawn")
         for queue in ("plain", "short"):
-            barrier, out = ctx.Barrier(4), ctx.Queue()
-            procs = [ctx.Process(target=_procs.enqueue_bulk, args=(engine_url, queue, N, barrier, out))
-                     for _ in range(4)]
-            for p in procs:
-                p.start()
-            results = [out.get(timeout=120) for _ in procs]
-            for p in procs:
-                p.join(timeout=30)
-            assert not [e for _, e in results if e], results
+            results = at_once(_procs.enqueue_bulk, (engine_url, queue, N))
             stored = sorted(j.id for j in jobs_in(setup, queue))
             answered = [i for ids, _ in results for i in ids]
             if queue == "plain":

@@ -4,12 +4,10 @@ process is answered that job's id (never a driver error)."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
-
 import tenure
 
 from . import _procs
-from ._helpers import jobs_in, raw
+from ._helpers import at_once, jobs_in, raw
 
 PROCESSES = 4
 KEYS = [f"key-{i}" for i in range(25)]
@@ -28,18 +26,8 @@ def test_processes_enqueueing_one_key_at_once_make_exactly_one_job(engine_url):
     try:
         for queue, policy, _ in SCENARIOS:
             setup.queues.create(queue, policy=policy)
-        ctx = mp.get_context("spawn")
-        barrier, out = ctx.Barrier(PROCESSES), ctx.Queue()
         scenarios = [(queue, options) for queue, _, options in SCENARIOS]
-        procs = [ctx.Process(target=_procs.enqueue_keys, args=(engine_url, scenarios, KEYS, barrier, out))
-                 for _ in range(PROCESSES)]
-        for p in procs:
-            p.start()
-        results = [out.get(timeout=120) for _ in procs]
-        for p in procs:
-            p.join(timeout=30)
-        errors = [e for _, e in results if e]
-        assert not errors, errors
+        results = at_once(_procs.enqueue_keys, (engine_url, scenarios, KEYS), PROCESSES)
         for queue, _, _ in SCENARIOS:
             jobs = jobs_in(setup, queue)
             by_key = {j.singleton_key: j.id for j in jobs}

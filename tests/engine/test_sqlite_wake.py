@@ -12,6 +12,8 @@ import socket
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -33,6 +35,23 @@ def _waiter_file(store) -> str:
     return f"{store.engine.path}-waiter-{lead_digest(KEY).hex()}"
 
 
+@contextmanager
+def _leading(url: str, **engine: float) -> Iterator[tuple]:
+    """Two stores ``a`` and ``b`` on one database and a watcher of ``a``'s (its engine set with
+    ``engine`` first: ``watch_interval``...) leading :data:`KEY` with its socket bound: yields
+    ``(a, b, watcher)``; the watcher is closed after the block."""
+    with tenure.connect(url) as a, tenure.connect(url) as b:
+        a.jobs.counts()
+        for name, value in engine.items():
+            setattr(a.engine, name, value)
+        w = a.engine.watcher()
+        try:
+            assert w.lead(KEY) and w._sock is not None
+            yield a, b, w
+        finally:
+            w.close()
+
+
 def _back_off(w, seconds: float) -> None:
     """Let the waiter poll an unchanged database for ``seconds`` (its gap grows)."""
     end = time.monotonic() + seconds
@@ -41,77 +60,52 @@ def _back_off(w, seconds: float) -> None:
 
 
 def test_an_enqueue_elsewhere_pokes_the_waiter_socket_named_in_its_file(url):
-    with tenure.connect(url) as a, tenure.connect(url) as b:
-        a.jobs.counts()
-        w = a.engine.watcher()
-        try:
-            assert w.lead(KEY)
-            with open(_waiter_file(a), "rb") as f:
-                record = f.read()
-            assert record.startswith(watch.MAGIC) and w._sock is not None
-            assert bytes.fromhex(record[len(watch.MAGIC):-1].decode()) == w._sock.getsockname()
-            assert not w.wait(0.01)
-            b.jobs.enqueue("noop")
-            # The poke itself, read off the socket: not the poll seeing data_version move.
-            assert select.select([w._sock], [], [], 10)[0]
-            assert w.wait(10) and w.pokes >= 1
-        finally:
-            w.close()
+    with _leading(url) as (a, b, w):
+        with open(_waiter_file(a), "rb") as f:
+            record = f.read()
+        assert record.startswith(watch.MAGIC)
+        assert bytes.fromhex(record[len(watch.MAGIC):-1].decode()) == w._sock.getsockname()
+        assert not w.wait(0.01)
+        b.jobs.enqueue("noop")
+        # The poke itself, read off the socket: not the poll seeing data_version move.
+        assert select.select([w._sock], [], [], 10)[0]
+        assert w.wait(10) and w.pokes >= 1
 
 
 def test_a_commit_that_pokes_nobody_is_seen_within_the_bound(url):
     """Fails without the bound: a gap that kept doubling from 20 ms would be 1.28 s after 1.5 s of
     quiet, so the outbox commit (no poke) would go unseen for the half second waited here."""
-    with tenure.connect(url) as a, tenure.connect(url) as b:
-        a.jobs.counts()
-        a.engine.watch_interval, a.engine.watch_idle_bound = 0.02, 0.04
-        w = a.engine.watcher()
+    with _leading(url, watch_interval=0.02, watch_idle_bound=0.04) as (a, b, w):
+        _back_off(w, 1.5)
+        assert w._gap <= 0.04
+        raw = sqlite3.connect(a.engine.path)
         try:
-            assert w.lead(KEY) and w._sock is not None
-            _back_off(w, 1.5)
-            assert w._gap <= 0.04
-            raw = sqlite3.connect(a.engine.path)
-            try:
-                b.jobs.enqueue("noop", conn=raw)  # the outbox: the application commits, nobody pokes
-                raw.commit()
-            finally:
-                raw.close()
-            assert w.wait(0.5)
-            assert w.pokes == 0
+            b.jobs.enqueue("noop", conn=raw)  # the outbox: the application commits, nobody pokes
+            raw.commit()
         finally:
-            w.close()
+            raw.close()
+        assert w.wait(0.5)
+        assert w.pokes == 0
 
 
 def test_a_lost_poke_is_made_up_by_the_poll(url):
-    with tenure.connect(url) as a, tenure.connect(url) as b:
-        a.jobs.counts()
-        w = a.engine.watcher()
-        try:
-            assert w.lead(KEY) and w._sock is not None
-            _back_off(w, 0.3)
-            b.jobs.enqueue("noop")
-            assert select.select([w._sock], [], [], 10)[0]
-            w._sock.recv(64)  # the poke is lost
-            assert w.wait(10) and w.pokes == 0
-        finally:
-            w.close()
+    with _leading(url) as (_, b, w):
+        _back_off(w, 0.3)
+        b.jobs.enqueue("noop")
+        assert select.select([w._sock], [], [], 10)[0]
+        w._sock.recv(64)  # the poke is lost
+        assert w.wait(10) and w.pokes == 0
 
 
 def test_a_closed_socket_falls_back_to_the_fast_poll(url):
-    with tenure.connect(url) as a, tenure.connect(url) as b:
-        a.jobs.counts()
-        w = a.engine.watcher()
-        try:
-            assert w.lead(KEY) and w._sock is not None
-            _back_off(w, 0.3)
-            w._sock.close()  # gone under the waiter
-            b.jobs.enqueue("noop")  # the poke fails: the enqueue does not
-            assert w.wait(10)
-            assert w._sock is None and w._gap == w._interval
-            with open(_waiter_file(a), "rb") as f:
-                assert f.read() == b""  # no stale address left for the pokers
-        finally:
-            w.close()
+    with _leading(url) as (a, b, w):
+        _back_off(w, 0.3)
+        w._sock.close()  # gone under the waiter
+        b.jobs.enqueue("noop")  # the poke fails: the enqueue does not
+        assert w.wait(10)
+        assert w._sock is None and w._gap == w._interval
+        with open(_waiter_file(a), "rb") as f:
+            assert f.read() == b""  # no stale address left for the pokers
 
 
 def test_stale_and_torn_waiter_files_never_fail_an_enqueue(url, tmp_path):

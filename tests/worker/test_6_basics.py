@@ -16,7 +16,7 @@ import pytest
 import tenure
 from tenure.worker import StopResult
 
-from ._wk import Outcomes, wait_for
+from ._wk import Outcomes, sampled_drain, wait_for
 
 STATS_KEYS = {"claims", "completions", "failures", "wakes", "polls", "renewals", "lost_settlements",
               "cancellations", "in_flight", "claim_errors"}
@@ -526,38 +526,13 @@ def test_two_settlers_on_postgresql_keep_concurrency_exact(any_store, make_worke
     single writer would only queue them). spec 6.3 holds exactly with both claiming: the
     attempts in flight, sampled by a watcher thread throughout, never exceed ``concurrency``, and
     every job runs and settles once."""
-    import random
-
-    jobs = any_store.jobs
-    jobs.enqueue_many([{"kind": "k", "payload": {"i": i}} for i in range(600)])
-    seen, settlers, peak = [], set(), [0]
-    done = threading.Event()
-
-    def handler(payload, ctx):
-        seen.append(payload["i"])
-        if random.random() < 0.3:
-            time.sleep(0.001)  # uneven handlers: batches finish at different times
-
-    def watch():
-        while not done.is_set():
-            peak[0] = max(peak[0], w.stats()["in_flight"])
-            time.sleep(0.0002)
-
-    w = make_worker(any_store, {"k": handler}, concurrency=8, poll_interval=0.01,
-                    on_outcome=lambda event: settlers.add(threading.current_thread().name))
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    w.start()
-    try:
-        wait_for(lambda: jobs.counts().get("done", 0) == 600, what="all done", timeout=60)
-    finally:
-        done.set()
-        watcher.join()
-    assert w.stop().drained
-    assert 0 < peak[0] <= 8
-    assert len(seen) == len(set(seen)) == 600 and w.stats()["completions"] == 600
+    d = sampled_drain(any_store, make_worker, 600, slow_share=0.3, slow_s=0.001, timeout=60, concurrency=8,
+                      poll_interval=0.01)
+    assert 0 < d.peak <= 8
+    assert len(d.seen) == len(set(d.seen)) == 600 and d.stats["completions"] == 600
+    assert any_store.jobs.counts().get("done", 0) == 600
     expected = {"tenure-settle-0"} if any_store.engine.exclusive_gate else {"tenure-settle-0", "tenure-settle-1"}
-    assert settlers == expected
+    assert d.settled_on == expected
 
 
 def test_stop_from_on_outcome_returns_with_settlers_busy(any_store, make_worker):

@@ -427,7 +427,7 @@ class Maintainer:
         return leases, workers
 
     def vacuum_jobs(self, *, force: bool = False, cancel: threading.Event | None = None) -> bool:
-        """PostgreSQL: ``VACUUM (ANALYZE, INDEX_CLEANUP ON) tenure_jobs`` when
+        """PostgreSQL: ``VACUUM (ANALYZE, INDEX_CLEANUP ON, TRUNCATE false) tenure_jobs`` when
         :mod:`tenure.table_care` finds it due (or ``force``), else ``ANALYZE`` it when only that is due (counted in ``analyzes``); at
         most one of them per ``vacuum_interval`` seconds of the store's clock unless ``force``.
         Answers whether it vacuumed. A no-op on SQLite. A set ``cancel`` cancels a running one."""

@@ -12,8 +12,9 @@ falls behind, the leader does the same work itself (:meth:`tenure.maintenance.Ma
 * **on**: it acts only when the table is :data:`BEHIND_FACTOR` times past those same triggers
   (autovacuum is falling behind a hot queue), so it never competes with a healthy autovacuum.
 
-A vacuum (``VACUUM (ANALYZE, INDEX_CLEANUP ON)``, which also analyzes, and cleans the indexes
-even of a large table with few dead rows) is chosen over a plain ``ANALYZE`` when both are due. At most one of them runs per ``vacuum_interval`` seconds of the store's clock, whoever
+A vacuum (``VACUUM (ANALYZE, INDEX_CLEANUP ON, TRUNCATE false)``, which also analyzes, cleans the
+indexes even of a large table with few dead rows, and never takes the ACCESS EXCLUSIVE lock of a
+truncation) is chosen over a plain ``ANALYZE`` when both are due. At most one of them runs per ``vacuum_interval`` seconds of the store's clock, whoever
 asks (the background loop, ``run_once``, ``tenure maintain --once``), unless forced. Each run is
 logged (``tenure.maintenance``, INFO, with the numbers that triggered it) and counted
 (``stats()["vacuums"]`` / ``["analyzes"]``; ``tenure_maintenance_vacuums_total`` /

@@ -278,7 +278,7 @@ def test_postgres_jobs_table_autovacuum_settings(pg_store):
     settings = dict(o.split("=", 1) for o in options)
     assert settings == {"fillfactor": "90", "autovacuum_vacuum_scale_factor": "0.02",
                         "autovacuum_analyze_scale_factor": "0.05",
-                        "autovacuum_vacuum_insert_scale_factor": "0.05"}
+                        "autovacuum_vacuum_insert_scale_factor": "0.05", "vacuum_truncate": "false"}
 
 
 def test_postgres_sweeps_skip_rows_another_transaction_holds(pg_store, clock):

@@ -186,3 +186,54 @@ def test_postgres_the_leaders_loop_runs_the_backstop_as_it_starts(pg_store, raw,
     finally:
         worker.stop()
     assert m.stats()["vacuums"] == 1  # the store's clock did not move: once, however many passes
+
+
+# -- PostgreSQL: no vacuum truncates the table (its ACCESS EXCLUSIVE lock stalls every claim) -------------
+
+
+def emptied_pages(store, raw, n: int = 3000) -> int:
+    """Fill tenure_jobs with ``n`` jobs and delete them all: every page of the table is then
+    reclaimable, the case in which a vacuum's last phase would truncate the file (under an ACCESS
+    EXCLUSIVE lock). Answers the table's size in pages."""
+    dead_rows(store, raw, n)
+    return pages(raw)
+
+
+def pages(raw) -> int:
+    return raw.execute("SELECT pg_relation_size('tenure_jobs') / current_setting('block_size')::int").fetchone()[0]
+
+
+def test_postgres_the_backstops_vacuum_never_truncates_the_table(pg_store, raw):
+    """The backstop's own statement says TRUNCATE false: with the table's parameter reset (a
+    database whose owner changed it), its vacuum still leaves the empty tail pages in place
+    instead of taking the table's ACCESS EXCLUSIVE lock to cut them off; a plain VACUUM, the
+    control, does cut them (so the measure can see a truncation)."""
+    store, m = pg_store, pg_store.maintenance
+    [(options,)] = raw.execute("SELECT reloptions FROM pg_class WHERE oid = 'tenure_jobs'::regclass")
+    raw.execute("ALTER TABLE tenure_jobs RESET (vacuum_truncate)")
+    try:
+        full = emptied_pages(store, raw)
+        assert full > 50
+        assert m.vacuum_jobs(force=True) is True
+        assert pages(raw) == full
+        assert until(store, lambda h: h.dead == 0).dead == 0  # vacuumed all the same
+        full = emptied_pages(store, raw)
+        raw.execute("VACUUM tenure_jobs")
+        assert pages(raw) < full
+    finally:  # as the migrations left it
+        if "vacuum_truncate=false" in options:
+            raw.execute("ALTER TABLE tenure_jobs SET (vacuum_truncate = false)")
+
+
+def test_postgres_no_vacuum_of_the_jobs_table_truncates_it(pg_store, raw):
+    """Migration 0021 sets vacuum_truncate = false on tenure_jobs and its TOAST table, so a plain
+    VACUUM (what autovacuum runs) leaves the empty tail pages for the next inserts too."""
+    store = pg_store
+    [(main, toast)] = raw.execute(
+        "SELECT c.reloptions, t.reloptions FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid "
+        "WHERE c.oid = 'tenure_jobs'::regclass").fetchall()
+    assert "vacuum_truncate=false" in main and toast == ["vacuum_truncate=false"]
+    full = emptied_pages(store, raw)
+    raw.execute("VACUUM tenure_jobs")
+    assert pages(raw) == full
+    assert until(store, lambda h: h.dead == 0).dead == 0

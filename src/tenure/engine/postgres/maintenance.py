@@ -198,11 +198,15 @@ SELECT coalesce(s.n_dead_tup, 0), coalesce(s.n_live_tup, 0), coalesce(s.n_ins_si
 FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relid = 'tenure_jobs'::regclass
 """
 # Plain VACUUM and ANALYZE: they take no lock that blocks reads or writes (only other vacuums and
-# DDL wait). INDEX_CLEANUP ON (PostgreSQL 12+; tenure needs 13+): by default a vacuum that finds
-# dead items on fewer than 2 % of the table's pages skips the indexes, and on a large table that
-# is every vacuum: the claim index's dead head entries stayed, and the claim read ~3 200 buffers
-# (16 ms) instead of ~55 (1 ms) at 100 000 000 rows (docs/performance.md, "Scale").
-JOBS_VACUUM = "VACUUM (ANALYZE, INDEX_CLEANUP ON) tenure_jobs"
+# DDL wait) -- except a vacuum's last phase, which truncates the empty pages at the end of the
+# table under an ACCESS EXCLUSIVE lock (drains were seen stalled on "while truncating
+# relation"): TRUNCATE false skips it, as the table's vacuum_truncate = false (migration 0021)
+# does for autovacuum; the pages stay free for the next inserts (docs/maintenance.md,
+# "Truncation"). INDEX_CLEANUP ON (PostgreSQL 12+; tenure needs 13+): by default a vacuum that
+# finds dead items on fewer than 2 % of the table's pages skips the indexes, and on a large table
+# that is every vacuum: the claim index's dead head entries stayed, and the claim read ~3 200
+# buffers (16 ms) instead of ~55 (1 ms) at 100 000 000 rows (docs/performance.md, "Scale").
+JOBS_VACUUM = "VACUUM (ANALYZE, INDEX_CLEANUP ON, TRUNCATE false) tenure_jobs"
 JOBS_ANALYZE = "ANALYZE tenure_jobs"
 
 # The retention statements walk their index whatever the estimate: the clock is a parameter, so
@@ -287,7 +291,7 @@ class PostgresMaintenanceMixin:
         return TableStats(row[0], row[1], row[2], row[3], row[4], settings, row[5])
 
     def jobs_vacuum(self, cancel: threading.Event | None = None, *, analyze_only: bool = False) -> bool:
-        """``VACUUM (ANALYZE, INDEX_CLEANUP ON) tenure_jobs``, or ``ANALYZE`` it (outside any transaction). A set
+        """:data:`JOBS_VACUUM` (which never truncates the table), or ``ANALYZE`` it (outside any transaction). A set
         ``cancel`` cancels it on the server at once (the maintenance service is stopping); answers
         False then."""
         conn = self._conn

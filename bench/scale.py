@@ -3,8 +3,10 @@ cost at 10 000 000 pending jobs against 10 000, and whether retention at that si
 (PostgreSQL; docs/performance.md, "Scale").
 
 * One database, one schema per depth (``scale_<depth>``), each filled with ``enqueue_many`` (the
-  COPY path) and then ``VACUUM (ANALYZE)``d — what the maintenance backstop does after such a
-  burst (:mod:`tenure.table_care`) — so both tables are in the state a running system keeps them in.
+  COPY path) and then vacuumed with the maintenance backstop's own statement
+  (``tenure.engine.postgres.maintenance.JOBS_VACUUM``: ``VACUUM (ANALYZE, INDEX_CLEANUP ON,
+  TRUNCATE false)``) — what it runs after such a burst (:mod:`tenure.table_care`) — so both
+  tables are in the state a running system keeps them in.
 * Rounds alternate between the depths (a loaded host drifts; alternation spreads the drift over
   both): each round times ``--ops`` times ``claim_many(limit=1)``, ``complete_many`` of that claim
   and one ``enqueue``, then one fresh ``store.insights.overview()``. Medians of the rounds, and
@@ -185,7 +187,7 @@ def _fill(base: str, schema: str, depth: int, history: int = 0, gen: Generation 
     with _raw(base, schema) as conn:
         gen.lower(conn)
         t0 = time.perf_counter()
-        conn.execute("VACUUM (ANALYZE) tenure_jobs")
+        conn.execute(_backstop_vacuum())
         vac_s = time.perf_counter() - t0
         total, heap, idx = conn.execute("SELECT pg_total_relation_size('tenure_jobs'), "
                                         "pg_relation_size('tenure_jobs'), pg_indexes_size('tenure_jobs')").fetchone()
@@ -233,6 +235,14 @@ def _plan(target: PostgresTarget, base: str, schema: str) -> dict[str, Any]:
             "execution": next((ln for ln in lines if ln.startswith("Execution Time")), "")}
 
 
+def _backstop_vacuum() -> str:
+    """The statement the maintenance backstop vacuums tenure_jobs with (imported here: psycopg is
+    an optional dependency, and this module's imports stay free of it)."""
+    from tenure.engine.postgres.maintenance import JOBS_VACUUM
+
+    return JOBS_VACUUM
+
+
 def _retention(base: str, schema: str, n: int) -> dict[str, Any]:
     with _raw(base, schema) as conn, tenure.connect(f"{base}?schema={schema}") as st:
         def size() -> list[int]:
@@ -245,7 +255,7 @@ def _retention(base: str, schema: str, n: int) -> dict[str, Any]:
         conn.execute("UPDATE tenure_jobs SET state = 'done', updated_at = %s WHERE id IN (SELECT id FROM "
                      "tenure_jobs WHERE state IN ('pending', 'failed') AND waiting_on = 0 "
                      "ORDER BY priority DESC, run_at, created_at, id LIMIT %s)", (old, n))
-        conn.execute("VACUUM (ANALYZE) tenure_jobs")
+        conn.execute(_backstop_vacuum())
         before = size()
         m = st.maintenance
         t0 = time.perf_counter()

@@ -96,6 +96,18 @@ class Park(Snooze):
         return settle_park(jobs._store, lease, self)
 
 
+def what_then(caught: BaseException, ok: bool, value: Any) -> str:
+    """What code did after it caught ``caught`` (a step's park, a refused root call), for the
+    WARNING that says it was swallowed: it returned (``ok``), or raised ``value`` — ``caught``
+    itself again at a later step, or another exception. One wording for the worker's handlers,
+    flow nodes and ``tenure.testing.inline``."""
+    if ok:
+        return "returned"
+    if value is caught:
+        return "raised it again at a later step"
+    return f"raised {type(value).__name__}: {v.error_message(value)[:200]}"
+
+
 def _refused(s: Session, store: Store, lease: Lease, now: int, what: str) -> Exception:
     from .fence import refusal
 

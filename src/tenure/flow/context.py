@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..durable import Steps
+from ..durable import Steps, what_then
 from ..errors import TenureError
 from .registry import TaskImpl
 
@@ -143,8 +143,7 @@ class TaskContext:
         park = steps.pending
         if outcome is park and not steps.caught:  # raised by the step and let through: as asked
             return
-        did = "raised it again at a later step" if outcome is park else \
-            f"raised {type(outcome).__name__}" if isinstance(outcome, BaseException) else "returned"
+        did = what_then(park, not isinstance(outcome, BaseException), outcome)
         log.warning("node %r of run %r swallowed the park of a durable step (an except caught "
                     "tenure.durable.Park, %s) and then %s; the node parks as the step asked",
                     self.node_id, self.run_id, park, did)

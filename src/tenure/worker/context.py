@@ -6,7 +6,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .. import worker_log
-from .._validate import error_message
 from ..errors import OperationWithdrawn
 from ..records import Dependency, Job, Lease
 from .lifecycle import DETACHED
@@ -136,8 +135,9 @@ def swallowed_park(attempt: Attempt, ok: bool, value: Any) -> Park | None:
     steps = attempt.steps
     park: Park | None = None if steps is None else steps.pending
     if park is not None and (value is not park or steps.caught):
-        did = "raised it again at a later step" if value is park else "returned" if ok else \
-            f"raised {type(value).__name__}: {error_message(value)[:200]}"
+        from ..durable import what_then
+
+        did = what_then(park, ok, value)
         worker_log.event(logging.WARNING, attempt.job, attempt.lease.attempt, "swallowed_park",
                          f"swallowed the park of a durable step (an except caught "
                          f"tenure.durable.Park, {park}) and then {did}; the job parks as the step "

@@ -165,7 +165,8 @@ class ScopeSettled(TenureError):
 
 class NestedRootCall(TenureError):
     """A root ``store.jobs`` call made inside the same thread's open ``store.transaction()``:
-    it would wait forever for a commit that cannot come. Use ``tx.jobs`` instead."""
+    it would wait forever for a commit that cannot come. Use ``tx.jobs`` instead. Caught, it
+    still keeps that transaction from committing (rolled back, TN2071 at the block's end)."""
 
     code = "TN2071"
 

@@ -20,7 +20,7 @@ from .errors import (
     TenureError,
 )
 from .jobs import Jobs
-from .open_tx import OpenTransactions
+from .open_tx import OpenTransactions, refuse_nested
 from .transaction import Transaction
 
 if TYPE_CHECKING:
@@ -182,8 +182,9 @@ class Store:
             # SQLite: it would wait forever for the gate this thread holds. PostgreSQL: it would
             # run on another connection and commit outside the open transaction. Both engines
             # refuse it the same way (D7).
-            raise NestedRootCall(
-                "a root store.jobs call inside this thread's open store.transaction() would wait "
+            # Remembered: the transaction will not commit, the running handler fails with it.
+            raise refuse_nested(
+                local.tx, "a root store.jobs call inside this thread's open store.transaction() would wait "
                 "for (SQLite) or escape (PostgreSQL) that transaction: use tx.jobs inside the block")
         if self.engine.exclusive_gate and local.on_thread() and local.held_by_sibling():
             # Another asyncio task on this thread (an async handler awaiting inside its block)
@@ -237,7 +238,9 @@ class Store:
     def transaction(self) -> Iterator[Transaction]:
         """One transaction for the application's SQL and tenure's outbox: jobs enqueued through
         ``tx.jobs`` become visible with the commit and vanish with a rollback. Root calls from
-        other threads wait for it (SQLite); a root call from this thread is refused."""
+        other threads wait for it (SQLite); a root call from this thread is refused (TN2071), and
+        the transaction then refuses to commit: a block that caught the refusal and ended normally
+        is rolled back and raises TN2071 at its end."""
         self._check_root()
         # The block's own exceptions (an IntegrityError of the application's SQL, a ValueError)
         # roll the transaction back and reach the caller as themselves; only tenure's own
@@ -248,6 +251,9 @@ class Store:
             self._local.tx = tx
             try:
                 yield tx
+                refusal = tx._commit_refusal()
+                if refusal is not None:
+                    raise refusal  # a root call inside the block was refused and caught: roll back
             except BaseException as exc:
                 body_errors.append(exc)
                 raise

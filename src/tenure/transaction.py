@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .engine.base import Session
 from .errors import (
+    NestedRootCall,
     ScopeSettled,
 )
 from .jobs_base import _JobsBase
@@ -51,6 +52,9 @@ class Transaction:
         self._store = store
         self._session_obj: Session | None = session
         self._enqueued = False
+        #: The first root call refused inside this transaction (TN2071, set by
+        #: :func:`tenure.open_tx.refuse_nested`): it will not commit.
+        self._refused: NestedRootCall | None = None
         self.jobs = TxJobs(store, self)
 
     def _scoped_session(self):
@@ -77,6 +81,19 @@ class Transaction:
         """The driver connection of this transaction, to hand to the application's own code."""
         with self._scoped_session() as s:
             return s.connection
+
+    def _commit_refusal(self) -> NestedRootCall | None:
+        """Why this transaction must roll back instead of committing, though its block ended
+        normally: a root call inside it was refused (TN2071) and the block went on past it (an
+        ``except`` caught the refusal). Committing would keep the block's writes without what the
+        refused call was to do (a durable step, an enqueue). None: it may commit."""
+        if self._refused is None:
+            return None
+        err = NestedRootCall(
+            "this transaction was rolled back, not committed: a root call inside it was refused and "
+            f"the block went on past it (an except caught the refusal: {self._refused})")
+        err.__cause__ = self._refused
+        return err
 
     def _settle(self) -> None:
         self._session_obj = None

@@ -178,7 +178,8 @@ def test_3_18_root_claim_and_settle_wait_too(store, target):
 def test_decision_7_root_call_inside_own_transaction_refused(open_store, target, call):
     """spec 3.18, D7: a root store.jobs call inside the same thread's open
     store.transaction() is refused at once with NestedRootCall (TN2071), pointing to tx.jobs,
-    instead of waiting forever."""
+    instead of waiting forever. The transaction stays usable inside the block, but will not
+    commit: caught or not, the refusal rolls the block back (TN2071 at its end)."""
     s = open_store()
     calls = {
         "enqueue": lambda: s.jobs.enqueue("k", id="nested"),
@@ -188,14 +189,18 @@ def test_decision_7_root_call_inside_own_transaction_refused(open_store, target,
     }
 
     def body():
-        with s.transaction() as tx:
-            try:
-                calls[call]()
-            except Exception as exc:  # noqa: BLE001 - checked below
-                return exc
-            finally:
-                tx.jobs.enqueue("k", id="via-tx")  # the transaction is still usable
-        return None
+        caught = None
+        try:
+            with s.transaction() as tx:
+                try:
+                    calls[call]()
+                except Exception as exc:  # noqa: BLE001 - checked below
+                    caught = exc
+                finally:
+                    tx.jobs.enqueue("k", id="via-tx")  # the transaction is still usable
+        except tenure.errors.NestedRootCall as at_end:
+            return caught, at_end
+        return caught, None
 
     t, box = _run(body)
     t.join(5)
@@ -203,11 +208,12 @@ def test_decision_7_root_call_inside_own_transaction_refused(open_store, target,
         open_store.opened.remove(s)  # deadlocked: do not try to close it at teardown
         pytest.fail(f"root {call}() inside the thread's own transaction deadlocked instead of refusing")
     assert "error" not in box, box
-    exc = box["value"]
+    exc, at_end = box["value"]
     assert getattr(exc, "code", None) == "TN2071", repr(exc)
     assert isinstance(exc, tenure.errors.NestedRootCall)
     assert "tx.jobs" in str(exc)
-    assert s.jobs.get("via-tx") is not None
+    assert getattr(at_end, "code", None) == "TN2071" and at_end.__cause__ is exc, repr(at_end)
+    assert s.jobs.get("via-tx") is None  # rolled back with the block
     assert s.jobs.get("nested") is None
 
 

@@ -172,24 +172,29 @@ def test_a_bad_tx_result_rolls_back_and_releases_the_store(any_store, make_worke
 
 def test_a_nested_handler_transaction_is_refused_not_deadlocked(any_store, make_worker):
     """Opening ctx.transaction() inside an open one (or inside store.transaction()) is a coded
-    refusal (TN2071), never a deadlock."""
+    refusal (TN2071), never a deadlock; caught, it still keeps the outer block from committing
+    (TN2071 at its end) and fails the attempt (tests/flow/test_swallowed_refusal.py)."""
     codes = []
 
     def handler(payload, ctx):
-        with ctx.transaction() as tx:
-            try:
-                with ctx.transaction():
-                    pass
-            except tenure.TenureError as exc:
-                codes.append(exc.code)
-            tx.result = "outer committed"
+        try:
+            with ctx.transaction() as tx:
+                try:
+                    with ctx.transaction():
+                        pass
+                except tenure.TenureError as exc:
+                    codes.append(exc.code)
+                tx.result = "outer committed"
+        except tenure.TenureError as exc:
+            codes.append(("at the end", exc.code))
+            raise
 
-    job_id = any_store.jobs.enqueue("k")
+    job_id = any_store.jobs.enqueue("k", max_attempts=1)
     w = make_worker(any_store, {"k": handler})
     w.start()
-    wait_for(lambda: any_store.jobs.get(job_id).state == "done", timeout=5, what="the job")
-    assert codes == ["TN2071"]
-    assert any_store.jobs.get(job_id).result == "outer committed"
+    wait_for(lambda: any_store.jobs.get(job_id).state == "dead", timeout=5, what="the job")
+    assert codes == ["TN2071", ("at the end", "TN2071")]
+    assert any_store.jobs.get(job_id).result is None
 
 
 def test_placeholders_follow_the_dialect(any_store, make_worker):

@@ -176,21 +176,26 @@ def test_async_siblings_are_unaffected_by_a_block_that_awaits(any_store, make_wo
 
 def test_a_nested_block_in_the_same_task_is_still_refused(any_store, make_worker):
     """Per-task tracking keeps D7 for the task itself: a root call or a second
-    block inside an async handler's own open block is refused (TN2071)."""
+    block inside an async handler's own open block is refused (TN2071); the outer block then
+    does not commit (TN2071 at its end) and the attempt fails with it."""
     codes: list = []
 
     async def handler(payload, ctx):
-        async with ctx.transaction() as tx:
-            for attempt in (lambda: ctx.store.jobs.get(ctx.job.id), ctx.transaction().__enter__):
-                try:
-                    attempt()
-                except tenure.TenureError as exc:
-                    codes.append(exc.code)
-            tx.result = "outer"
+        try:
+            async with ctx.transaction() as tx:
+                for attempt in (lambda: ctx.store.jobs.get(ctx.job.id), lambda: ctx.transaction().__enter__()):
+                    try:
+                        attempt()
+                    except tenure.TenureError as exc:
+                        codes.append(exc.code)
+                tx.result = "outer"
+        except tenure.TenureError as exc:
+            codes.append(("at the end", exc.code))
+            raise
 
-    job_id = any_store.jobs.enqueue("k")
+    job_id = any_store.jobs.enqueue("k", max_attempts=1)
     w = make_worker(any_store, {"k": handler}, poll_interval=0.01)
     w.start()
-    wait_for(lambda: any_store.jobs.get(job_id).state == "done", what="the job")
-    assert codes == ["TN2071", "TN2071"]
-    assert any_store.jobs.get(job_id).result == "outer"
+    wait_for(lambda: any_store.jobs.get(job_id).state == "dead", what="the job")
+    assert codes == ["TN2071", "TN2071", ("at the end", "TN2071")]
+    assert any_store.jobs.get(job_id).result is None

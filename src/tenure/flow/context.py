@@ -10,10 +10,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..durable import Steps, what_then
-from ..errors import TenureError
+from ..errors import NestedRootCall, TenureError
 from .registry import TaskImpl
 
 if TYPE_CHECKING:
+    from ..open_tx import Refusals
     from ..records import Job
     from ..store import Store
     from ..worker import CancelEvent, JobContext
@@ -148,6 +149,19 @@ class TaskContext:
                     "tenure.durable.Park, %s) and then %s; the node parks as the step asked",
                     self.node_id, self.run_id, park, did)
         raise park
+
+    def _refusal(self, noted: Refusals, ok: bool, value: Any) -> BaseException | None:
+        """After the task returned (``ok``) or raised ``value``: the root call refused inside one of
+        its own transactions (TN2071, in ``noted``) that the node fails with, whatever the task did
+        next (None: none was). When the task did not let the refusal through (an ``except`` caught
+        it, and the error its block raised at its end), logs a WARNING saying so."""
+        err = noted.refused
+        if err is None or isinstance(value, NestedRootCall):
+            return err if err is None else value
+        log.warning("node %r of run %r swallowed a root call refused inside its own transaction (%s) "
+                    "and then %s; the node fails with that refusal", self.node_id, self.run_id, err,
+                    what_then(err, ok, value))
+        return err
 
     def __repr__(self) -> str:
         return f"<TaskContext run={self.run_id!r} node={self.node_id!r} task={self.task!r}@{self.version!r}>"

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..durable import Park
 from ..errors import FENCE_CODES, InvalidArgument, InvalidType, ResumeMismatch, TenureError
+from ..open_tx import Refusals, refusals
 from ..worker.config import WorkerConfig
 from .context import RunInterrupted, TaskContext, TaskFailed, _make_dead
 from .document import Flow
@@ -233,33 +234,41 @@ class _Run:
 
     def _run_sync(self, node_id: str, impl: TaskImpl, needs: dict[str, Any]) -> Any:
         tctx = self._context(node_id, impl, needs)
-        try:
-            value = impl.fn(tctx)
-        except Park as park:
-            tctx._raise_swallowed(park)
-            raise
-        except Exception as exc:
-            tctx._raise_swallowed(exc)
-            raise self._failed(node_id, impl, exc) from exc
-        tctx._raise_swallowed(value)  # a step parked and the task caught it: park, save nothing
+        with refusals() as noted:
+            try:
+                ok, value = True, impl.fn(tctx)
+            except Exception as exc:  # noqa: BLE001 - the node's outcome, judged in _ended
+                ok, value = False, exc
+        value = self._ended(node_id, impl, tctx, noted, ok, value)
         self._save(node_id, impl, value)
         return value
 
     async def _run_async(self, node_id: str, impl: TaskImpl, needs: dict[str, Any]) -> Any:
         tctx = self._context(node_id, impl, needs)
-        try:
-            value = await impl.fn(tctx)
-        except asyncio.CancelledError:
-            raise
-        except Park as park:
-            tctx._raise_swallowed(park)
-            raise
-        except Exception as exc:
-            tctx._raise_swallowed(exc)
-            raise self._failed(node_id, impl, exc) from exc
-        tctx._raise_swallowed(value)
+        with refusals() as noted:  # this node's task: its own context
+            try:
+                ok, value = True, await impl.fn(tctx)
+            except Exception as exc:  # noqa: BLE001 - judged in _ended; a CancelledError goes through
+                ok, value = False, exc
+        value = self._ended(node_id, impl, tctx, noted, ok, value)
         await asyncio.to_thread(self._save, node_id, impl, value)
         return value
+
+    def _ended(self, node_id: str, impl: TaskImpl, tctx: TaskContext, noted: Refusals, ok: bool,
+               value: Any) -> Any:
+        """A node's task returned (``ok``) or raised ``value``: answers the value to save, or raises
+        what the node ends with. A root call refused inside the task's own transaction (TN2071)
+        fails the node whatever the task did next; then a park of one of its steps parks it, caught
+        or not; then a failure fails it (:class:`TaskFailed`)."""
+        refused = tctx._refusal(noted, ok, value)
+        if refused is not None:
+            raise self._failed(node_id, impl, refused) from refused
+        tctx._raise_swallowed(value)  # a step parked and the task caught it: park, save nothing
+        if ok:
+            return value
+        if isinstance(value, Park):
+            raise value
+        raise self._failed(node_id, impl, value) from value
 
     def _save(self, node_id: str, impl: TaskImpl, value: Any) -> None:
         try:

@@ -26,8 +26,9 @@ from typing import Any, NoReturn
 
 from .. import _validate as v
 from .. import durations
-from ..durable import RECHECK_MS, Park
-from ..errors import JobDead
+from ..durable import RECHECK_MS, Park, what_then
+from ..errors import JobDead, NestedRootCall
+from ..open_tx import open_here, refusals, refuse_nested
 from ..records import Job
 from ..store import Store
 
@@ -191,6 +192,11 @@ class _InlineContext:
         self.parked: Park | None = None
 
     def _park(self, until_ms: int) -> NoReturn:
+        tx = open_here()
+        if tx is not None:  # as a worker's step: a root call inside the task's own transaction
+            raise refuse_nested(tx, "a durable step inside this thread's open store.transaction() "
+                                "would wait for (SQLite) or escape (PostgreSQL) that transaction: "
+                                "take the step before or after the block")
         if self.parked is None:
             self.parked = Park(until_ms)
         raise self.parked
@@ -229,16 +235,24 @@ def inline(app: Any) -> Iterator[list[EagerHandle]]:
         job_id = str(uuid.uuid4())
         handle = EagerHandle(job_id)
         ctx = _InlineContext(job_id)
-        try:
-            out = task.handler()(payload, ctx)
-            if hasattr(out, "__await__"):
-                import asyncio
+        with refusals() as noted:
+            try:
+                out = task.handler()(payload, ctx)
+                if hasattr(out, "__await__"):
+                    import asyncio
 
-                out = asyncio.run(out)
-            handle.value = out
-        except Exception as exc:  # noqa: BLE001 - reported through the handle, like a job failure
-            handle.error = exc
-        if ctx.parked is not None and handle.error is not ctx.parked:  # the task caught it: a worker parks
+                    out = asyncio.run(out)
+                handle.value = out
+            except Exception as exc:  # noqa: BLE001 - reported through the handle, like a job failure
+                handle.error = exc
+        if noted.refused is not None and not isinstance(handle.error, NestedRootCall):
+            # A root call refused inside the task's own transaction, caught: a worker fails the attempt.
+            log.warning("inline task %s swallowed a root call refused inside its own transaction (%s) "
+                        "and then %s; it is reported as failed with that refusal, as a worker would fail it",
+                        task.name, noted.refused,
+                        what_then(noted.refused, handle.error is None, handle.error))
+            handle.value, handle.error = None, noted.refused
+        elif ctx.parked is not None and handle.error is not ctx.parked:  # the task caught it: a worker parks
             log.warning("inline task %s swallowed the park of a durable step (%s); it is reported "
                         "as parked, as a worker would park it", task.name, ctx.parked)
             handle.value, handle.error = None, ctx.parked

@@ -153,7 +153,7 @@ class Attempt:
     __slots__ = ("worker", "job", "lease", "token", "handler", "cancelled", "started", "last_renew",
                  "deadline", "state", "lost", "operator_cancelled", "timed_out", "finished",
                  "task", "loop", "settle_lock", "renew_failing", "timeout_ms", "credited", "progress",
-                 "steps", "__weakref__")
+                 "steps", "refused", "__weakref__")
 
     def __init__(self, worker: Worker, claim: Claim, handler: Callable[..., Any], timeout_ms: int | None):
         self.worker = worker
@@ -183,6 +183,8 @@ class Attempt:
         self.credited = False
         self.progress: Any = None  # a tenure.progress.Throttle once the handler reports progress
         self.steps: Any = None  # a tenure.durable.Steps once the handler sleeps, waits or starts children
+        #: A root call refused inside the handler's own transaction (TN2071): the attempt fails with it.
+        self.refused: BaseException | None = None
 
     @property
     def detached(self) -> bool:

@@ -117,11 +117,17 @@ class JobContext:
     def transaction(self):
         """The handler transaction (exactly-once effects on the store's own database): the
         block's writes and the job's fenced completion commit together, or not at all. After a
-        durable step parked (its park swallowed), raises that park again: nothing completes."""
+        durable step parked (its park swallowed), raises that park again; after a root call was
+        refused inside an earlier block (TN2071, the refusal caught), raises that refusal again:
+        nothing completes."""
+        from ..open_tx import refused
         from .handler_tx import handler_transaction
 
         if self._attempt.steps is not None:
             self._attempt.steps.raise_pending()
+        earlier = refused()
+        if earlier is not None:
+            raise earlier
 
         return handler_transaction(self._attempt)
 
@@ -143,3 +149,23 @@ def swallowed_park(attempt: Attempt, ok: bool, value: Any) -> Park | None:
                          f"tenure.durable.Park, {park}) and then {did}; the job parks as the step "
                          "asked, and runs from the start when it wakes", attempt.worker.owner)
     return park
+
+
+def swallowed_refusal(attempt: Attempt, ok: bool, value: Any) -> BaseException:
+    """The error ``attempt`` fails with after a root call was refused inside one of its handler's
+    own transactions (TN2071, ``attempt.refused``), whatever the handler did next: the refusal
+    itself (or the one its block raised at its end) when the handler let it through; else the
+    first refusal, with a WARNING on ``tenure.jobs`` saying the handler caught it and then
+    returned (``ok``) or raised ``value`` (docs/guarantees.md)."""
+    from ..durable import what_then
+    from ..errors import NestedRootCall
+
+    err = attempt.refused
+    assert err is not None  # called only then
+    if isinstance(value, NestedRootCall):
+        return value
+    worker_log.event(logging.WARNING, attempt.job, attempt.lease.attempt, "swallowed_refusal",
+                     f"swallowed a root call refused inside its own transaction ({err}) and then "
+                     f"{what_then(err, ok, value)}; the attempt fails with that refusal",
+                     attempt.worker.owner)
+    return err

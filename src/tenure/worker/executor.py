@@ -16,9 +16,10 @@ from .. import _validate as v
 from ..errors import (
     UnstorableValue,
 )
+from ..open_tx import REFUSAL_SINK
 from ..tracing import run_span, run_span_or_none
 from .attempt import _RUNNING, SHUTDOWN, Attempt, cancels_task
-from .context import swallowed_park
+from .context import swallowed_park, swallowed_refusal
 from .lifecycle import DETACHED, RUNNING, SETTLING
 from .slots import SlotPool
 from .state import WorkerState
@@ -71,6 +72,7 @@ class Executor(WorkerState):
         assert task is not None  # this coroutine runs as a task
         if attempt.cancelled.is_set() and cancels_task(attempt.cancelled.reason):
             task.cancel()  # set before the task existed: Attempt.cancel had no task to cancel
+        REFUSAL_SINK.set(attempt)  # this task's own context: a refused root call fails the attempt
         try:
             with run_span(attempt.job, attempt.lease.attempt):
                 result = await attempt.handler(attempt.job.payload, attempt.ctx)
@@ -96,6 +98,8 @@ class Executor(WorkerState):
                 return
             if attempt.timed_out:
                 ok, value = False, "job timed out"
+            elif attempt.refused is not None:  # a root call inside its own block: whatever came after
+                ok, value = False, swallowed_refusal(attempt, ok, value)
             elif attempt.steps is not None and (park := swallowed_park(attempt, ok, value)) is not None:
                 ok, value = False, park  # a durable step parked: whatever the handler did after it
             elif ok:
@@ -114,10 +118,15 @@ class Executor(WorkerState):
 
 
 def _call(attempt: Attempt) -> Any:
-    """Run a sync slot's handler; an awaitable it returns is run to its end on a loop of its own."""
-    result = attempt.handler(attempt.job.payload, attempt.ctx)
-    if result is not None and inspect.isawaitable(result):
-        result = asyncio.run(_await(result))
+    """Run a sync slot's handler; an awaitable it returns is run to its end on a loop of its own.
+    A root call refused inside the handler's own transaction is noted on ``attempt.refused``."""
+    token = REFUSAL_SINK.set(attempt)
+    try:
+        result = attempt.handler(attempt.job.payload, attempt.ctx)
+        if result is not None and inspect.isawaitable(result):
+            result = asyncio.run(_await(result))
+    finally:
+        REFUSAL_SINK.reset(token)
     return result
 
 

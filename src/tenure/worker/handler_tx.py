@@ -20,6 +20,11 @@ be refused at COMMIT (TN2067), reclaimed, and refused again, forever.
 handler awaiting inside its block no longer makes its siblings on the worker's event loop fail with
 TN2071. On SQLite a sibling's own ``async with ctx.transaction()`` waits its turn without blocking
 the loop (the store has one connection); on PostgreSQL it simply opens its own.
+
+**A refused root call is not swallowed.** A root call inside the block (a durable step, a root
+enqueue, a nested block) is refused with TN2071 and remembered (:func:`tenure.open_tx.refuse_nested`):
+a block that ends normally after it is rolled back, without the completion, and raises TN2071 at
+its end; the attempt fails with it whatever the handler does next (docs/guarantees.md).
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _validate as v
-from ..errors import FENCE_CODES, LeaseNotHeld, NestedRootCall, OperationWithdrawn, TenureError
+from ..errors import FENCE_CODES, LeaseNotHeld, OperationWithdrawn, TenureError
 from ..fence import refusal
+from ..open_tx import refuse_nested
 from ..transaction import Transaction
 from .lifecycle import DETACHED, RUNNING
 
@@ -79,8 +85,8 @@ class _HandlerTxScope:
         a = self._attempt
         store = a.worker.store
         if store._local.tx is not None:
-            raise NestedRootCall("a handler transaction cannot open inside another transaction of this "
-                                 "thread: use the open one")
+            raise refuse_nested(store._local.tx, "a handler transaction cannot open inside another "
+                                "transaction of this thread: use the open one")
         a.settle_lock.acquire()  # renewals pause while the block runs (the fence is re-checked at commit)
         try:
             early = self._refuse_early()
@@ -127,6 +133,9 @@ class _HandlerTxScope:
                 if a.state is DETACHED:
                     raise OperationWithdrawn(f"job {a.job.id!r}: the worker stopped and detached this "
                                              "attempt; its handler transaction was rolled back")
+                refused = tx._commit_refusal()
+                if refused is not None:
+                    raise refused  # a root call in the block was refused and caught: no completion
                 result = tx.result
                 text = None if result is None else v.dump_json(result, "tx.result", store.max_payload_bytes)
                 err = self._complete(store, tx._session_obj, text)

@@ -340,6 +340,27 @@ def test_pool_timeout_is_a_bounded_store_unavailable(url):
         store.close()
 
 
+def test_the_pool_hands_out_the_connection_returned_last(url):
+    """After a burst opened several connections, one call at a time reuses the connection used
+    last (its server process awake, its claim prepared), instead of rotating over all of them:
+    each one's first claim on a cold server process was a 4-40 ms outlier on a loaded host
+    (docs/performance.md, "Where enqueue->start latency goes")."""
+    eng = PostgresEngine(url, pool_min=1, pool_max=4)
+    eng.open()
+    try:
+        with eng.session() as a, eng.session() as b, eng.session() as c:  # a burst: three at once
+            burst = {s._conn.info.backend_pid for s in (a, b, c)}
+        assert len(burst) == 3
+        used = []
+        for _ in range(12):
+            with eng.session() as s:
+                used.append(s._conn.info.backend_pid)
+        assert set(used) == {used[0]}, used  # first-in-first-out: all three, in turn
+        assert used[0] == a._conn.info.backend_pid  # the one returned last by the burst (a, left last)
+    finally:
+        eng.close()
+
+
 def test_a_cancelled_wait_for_a_connection_is_withdrawn(url):
     eng = PostgresEngine(url, pool_max=1, pool_timeout=10)
     eng.open()

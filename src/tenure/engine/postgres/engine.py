@@ -101,6 +101,26 @@ def _stamp_new(conn: psycopg.Connection) -> None:
                                  for _ in range(SETTLE_CURSORS))
 
 
+class _LastInFirstOutPool(ConnectionPool):
+    """A pool that hands out the connection returned LAST (psycopg_pool's own hands out the one
+    returned first). An idle worker's claim then runs on the connection its last settlement just
+    used, whose server process is awake, its caches and prepared claim warm; first-in-first-out,
+    every connection a burst opened took its turn, and each one's first claim paid for a cold
+    server process (4-40 ms on a loaded host: docs/performance.md, "Where enqueue->start latency
+    goes"). The connections a burst opened stay at the bottom, unused, and the pool's shrinking
+    (which closes from the bottom) retires them after ``max_idle``. If psycopg_pool's internals
+    ever differ from what this overrides, the pool stays first-in-first-out (no error)."""
+
+    def _get_ready_connection(self, timeout: float | None) -> Any:
+        ready = getattr(self, "_pool", None)
+        if not ready or not hasattr(self, "_nconns_min") or (timeout is not None and timeout <= 0.0):
+            return super()._get_ready_connection(timeout)
+        conn = ready.pop()  # the most recently returned (putconn appends on the right)
+        if len(ready) < self._nconns_min:
+            self._nconns_min = len(ready)
+        return conn
+
+
 # -- the engine ----------------------------------------------------------------------------------
 
 
@@ -179,7 +199,7 @@ class PostgresEngine(Engine):
             # server) where a pool would only time out.
             with psycopg.connect(self.conninfo, autocommit=True) as conn:
                 self._migrate(conn)
-            pool = ConnectionPool(
+            pool = _LastInFirstOutPool(
                 self.conninfo, min_size=self.pool_min, max_size=self.pool_max, open=False,
                 kwargs={"autocommit": True, "prepare_threshold": self.prepare_threshold},
                 configure=_stamp_new, timeout=self.pool_timeout,

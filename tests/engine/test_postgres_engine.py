@@ -239,6 +239,52 @@ def test_insert_from_another_connection_wakes_the_watcher_within_100ms(engine, s
         w.close()
 
 
+def test_a_watchers_cancel_side_hears_cancel_requests_on_its_own_connection(engine, schema):
+    """``cancel_listener``: cancel requests heard on the watcher's connection (no second
+    listening server process), handed to the cancel side by whoever waits on the watcher; they
+    never wake that waiter as new work would; another schema's are not heard; ``close`` ends the
+    listening."""
+    w = engine.watcher()
+    stop, job_wakes = threading.Event(), []
+
+    def waiting():
+        while not stop.is_set():
+            if w.wait(0.05):
+                job_wakes.append(1)
+
+    t = threading.Thread(target=waiting, daemon=True)
+    t.start()
+    try:
+        assert w._conn is not None
+        pid = w._conn.info.backend_pid
+        side = w.cancel_listener()
+        assert side is not None
+        assert side.wait(5) is True  # LISTEN in effect: read the requests made before it
+        assert w.cancel_listener() is side  # one at a time
+        with closing(_raw(schema)) as conn:
+            conn.execute("SELECT pg_notify('tenure_cancel', %s)", (f"{schema}_x j0",))
+            conn.execute("SELECT pg_notify('tenure_cancel', %s)", (f"{schema} j1",))
+        assert side.wait(5) is True
+        assert side.wait(0) is False  # one wake for the two: the other schema's was not ours
+        assert job_wakes == []
+        assert w._conn is not None and w._conn.info.backend_pid == pid  # the same connection
+        side.close()
+        _until(lambda: not w._cancel_on)
+        assert w.cancel_listener() is not side  # a new side once the old one closed
+    finally:
+        stop.set()
+        t.join(5)
+        w.close()
+    assert w.cancel_listener() is None  # closed
+
+
+def _until(predicate, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
 def test_rolled_back_insert_and_other_schemas_wake_nobody(engine, schema):
     w = engine.watcher()
     try:

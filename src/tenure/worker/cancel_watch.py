@@ -2,7 +2,9 @@
 requests on the jobs it runs and settles them ``cancelled`` with its own lease.
 
 One thread per worker. It wakes on the engine's cancel watcher (PostgreSQL: ``LISTEN
-tenure_cancel``, notified by migration 0010's trigger when a running job is flagged), at the
+tenure_cancel``, notified by migration 0010's trigger when a running job is flagged; heard on the
+connection of the worker's own watcher of new jobs where it has one, so that a busy worker has
+one listening server process, not two), at the
 latest every :data:`POLL_S` seconds while attempts are in flight (SQLite has no notification
 across processes; on PostgreSQL the poll is the backstop for a lost connection), and at once
 when a request is made in this process. It then reads the ids of the flagged leased jobs (a
@@ -72,8 +74,20 @@ class CancelWatch:
             self._close(watcher)
 
     def _open(self):
-        """The engine's cancel watcher, or None (then the poll decides: an engine without one, or
-        one that failed to open, never asked again)."""
+        """The cancel side of the worker's own watcher (:meth:`tenure.engine.postgres.watch.
+        PostgresWatcher.cancel_listener`: no connection of its own), else the engine's cancel
+        watcher, or None (then the poll decides: an engine without one, or one that failed to
+        open, never asked again)."""
+        shared = getattr(self.worker, "_watcher", None)
+        listener = getattr(shared, "cancel_listener", None)
+        if listener is not None:
+            try:
+                side = listener()
+            except Exception:  # a watcher of its own instead
+                log.debug("no cancel listener on the worker's watcher", exc_info=True)
+                side = None
+            if side is not None:
+                return side
         try:
             watcher = self.worker.store.engine.cancel_watcher()
         except Exception as exc:  # noqa: BLE001 - the poll is the fallback

@@ -125,6 +125,7 @@ class Worker(Completer, Keeper, CancelRequests):
         self._done = _queue.SimpleQueue()
         self._loop = None
         self._watch_thread = None
+        self._watcher = None
         # One settler where the store has one writer (SQLite: a second would only queue at the
         # gate). On PostgreSQL one per 128 slots (two to four), each settling its share of the
         # slots, so one share's round trip overlaps the others' handlers (see _complete_loop).
@@ -147,6 +148,7 @@ class Worker(Completer, Keeper, CancelRequests):
             except Exception as exc:  # noqa: BLE001 - the poll is the fallback
                 log.info("no cross-process watcher (%s); polling every %.3fs", exc, self.poll_interval)
             else:
+                self._watcher = watcher  # its connection also hears cancel requests (CancelWatch)
                 self._watch_thread = threading.Thread(target=self._watch, args=(watcher, self._stop),
                                                       name="tenure-watch", daemon=True)
                 threads.append(self._watch_thread)

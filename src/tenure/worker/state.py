@@ -70,6 +70,7 @@ class WorkerState:
     _loop: asyncio.AbstractEventLoop | None
     _settle_target: int
     _cancel_watch: CancelWatch
+    _watcher: Any  # the run's cross-process watcher (Worker.start), or None; CancelWatch shares its connection
 
     def __init__(self, store: Store, handlers: dict[str, Callable[..., Any]], config: WorkerConfig | None = None,
                  **options: Any) -> None:

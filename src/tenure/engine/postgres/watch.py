@@ -1,6 +1,7 @@
 """Wake-ups across processes on PostgreSQL: ``LISTEN tenure_jobs`` (and the cancel channel) on a
 dedicated connection that reconnects by itself; the waiter lock (:meth:`LeadingWatcher.lead`) is a
-session advisory lock on that same connection."""
+session advisory lock on that same connection, and a worker's cancel requests are heard on it too
+(:meth:`PostgresWatcher.cancel_listener`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import time
 from typing import Any
 
 import psycopg
-from psycopg.pq import ConnStatus
+from psycopg.pq import ConnStatus, ExecStatus
 
+from ..base import Watcher
 from ..waiter import LeadingWatcher, lead_digest
 from . import queries as Q
 
@@ -22,6 +24,8 @@ from . import queries as Q
 TRY_LEAD = "SELECT pg_try_advisory_lock(%s::int, %s::int)"
 UNLEAD = "SELECT pg_advisory_unlock(%s::int, %s::int)"
 UNLISTEN = "UNLISTEN tenure_jobs"
+LISTEN_CANCEL = f"LISTEN {Q.CANCEL_CHANNEL}"
+UNLISTEN_CANCEL = f"UNLISTEN {Q.CANCEL_CHANNEL}"
 
 
 class PostgresWatcher(LeadingWatcher):
@@ -32,6 +36,13 @@ class PostgresWatcher(LeadingWatcher):
     thread ends a wait at once), then drains every pending notification. If the connection is
     lost it reconnects by itself with a capped exponential backoff, and answers True once it is
     back: notifications sent while it was away are lost, so the caller must poll once.
+
+    The watcher of ``tenure_jobs`` can also hear cancel requests for another thread
+    (:meth:`cancel_listener`): ``LISTEN tenure_cancel`` on the same connection, so that a worker
+    running jobs has one listening server process, not two (every ``NOTIFY`` wakes every listening
+    backend of the database, whatever its channel, and each runs a transaction to read it: one
+    commit per enqueue per listener, docs/performance.md). The thread calling :meth:`wait` (the
+    worker's watch thread) applies the ``LISTEN`` and hands the cancel notifications over.
     """
 
     BACKOFF_MIN = 0.05
@@ -56,6 +67,14 @@ class PostgresWatcher(LeadingWatcher):
         self._listen = True  # LISTEN on (re)connect: False while another watcher is the waiter
         self._lead_conn: psycopg.Connection | None = None  # the connection holding the waiter lock
         self._lead_keys: tuple[int, int] | None = None
+        #: The cancel side (:meth:`cancel_listener`): its handle while wanted, and whether
+        #: ``LISTEN tenure_cancel`` is in effect on the current connection.
+        self._cancel: _CancelSide | None = None
+        self._cancel_on = False
+        #: A ``LISTEN`` (True) or ``UNLISTEN`` (False) of the cancel channel sent and not yet
+        #: answered, or None (:meth:`_apply_cancel`).
+        self._cancel_sent: bool | None = None
+        self._pipe_lock = threading.Lock()  # no nudge is written to a pipe being closed
         self._rfd, self._wfd = os.pipe()
         os.set_blocking(self._rfd, False)
         os.set_blocking(self._wfd, False)
@@ -79,16 +98,72 @@ class PostgresWatcher(LeadingWatcher):
             conn.close()
             raise
         self._conn = conn
+        self._cancel_on, self._cancel_sent = False, None
+        try:
+            self._apply_cancel(conn)
+        except psycopg.Error:
+            pass  # the next wait's turn sends it again, or finds the connection broken and drops it
 
+    def _apply_cancel(self, conn: psycopg.Connection) -> None:
+        """Bring ``LISTEN tenure_cancel`` on ``conn`` in line with the cancel side's wish, without
+        ever waiting for the server: the statement is sent, and its answer collected by a later
+        turn (the thread calling :meth:`wait` must never block on a silent server: a worker's
+        ``stop`` joins it). A cancel side that starts hearing is told (its ``wait`` answers True)
+        once the ``LISTEN`` is in effect, so that it reads the requests made before. Raises
+        ``psycopg.Error`` when the connection is unusable (the caller drops it)."""
+        pgconn = conn.pgconn
+        if self._cancel_sent is not None:
+            pgconn.flush()
+            pgconn.consume_input()
+            while not pgconn.is_busy():
+                res = pgconn.get_result()
+                if res is None:  # the statement's answer is complete
+                    self._cancel_on, self._cancel_sent = self._cancel_sent, None
+                    side = self._cancel
+                    if self._cancel_on and side is not None and not side.closed:
+                        side.heard.set()
+                    break
+                if res.status != ExecStatus.COMMAND_OK:
+                    raise psycopg.OperationalError(f"{UNLISTEN_CANCEL if self._cancel_on else LISTEN_CANCEL}: "
+                                                   f"{(res.error_message or b'').decode(errors='replace')}")
+            if self._cancel_sent is not None:
+                return  # still on its way
+        side = self._cancel
+        want = side is not None and not side.closed
+        if want != self._cancel_on:
+            pgconn.send_query((LISTEN_CANCEL if want else UNLISTEN_CANCEL).encode())
+            self._cancel_sent = want
+            pgconn.flush()
+
+    def _finish_cancel(self, conn: psycopg.Connection) -> None:
+        """Wait for the answer of a ``LISTEN``/``UNLISTEN tenure_cancel`` still on its way, before
+        another statement uses ``conn`` (:meth:`lead`, :meth:`follow`: they wait for the server
+        anyway). ``close`` ends the wait (``psycopg.OperationalError``)."""
+        while self._cancel_sent is not None:
+            self._apply_cancel(conn)
+            if self._cancel_sent is None:
+                return
+            if self._closed or self._rfd in _poll([conn.pgconn.socket, self._rfd], 1.0):
+                if self._closed:
+                    raise psycopg.OperationalError("the watcher is closing")
+                self._read_pipe()
     def _on_notify(self, n: psycopg.Notify) -> None:
         if n.channel == self._channel and self._ours(n.payload):
             self._woken = True
+        elif n.channel == Q.CANCEL_CHANNEL and self._ours(n.payload):
+            self._cancel_heard()
+
+    def _cancel_heard(self) -> None:
+        side = self._cancel
+        if side is not None:
+            side.heard.set()
 
     def _ours(self, payload: str) -> bool:
         return payload in ("", self._schema) or payload.startswith(f"{self._schema} ")
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
+        self._cancel_on, self._cancel_sent = False, None
         self._lead_conn = None  # the server drops the waiter lock with the session
         if conn is not None:
             try:
@@ -102,8 +177,11 @@ class PostgresWatcher(LeadingWatcher):
         assert conn is not None
         pgconn = conn.pgconn
         while (n := pgconn.notifies()) is not None:
-            if n.relname.decode() == self._channel and self._ours(n.extra.decode()):
+            channel = n.relname.decode()
+            if channel == self._channel and self._ours(n.extra.decode()):
                 self._woken = True
+            elif channel == Q.CANCEL_CHANNEL and self._ours(n.extra.decode()):
+                self._cancel_heard()
         woken, self._woken = self._woken, False
         return woken
 
@@ -114,7 +192,8 @@ class PostgresWatcher(LeadingWatcher):
         if delay > 0:
             budget = min(delay, deadline - time.monotonic())
             if budget > 0 and _poll([self._rfd], budget):
-                return False  # closing
+                self._read_pipe()
+                return False  # closing, or a nudge (the caller looks again)
             if time.monotonic() < self._next_attempt:
                 return False
         try:
@@ -139,6 +218,11 @@ class PostgresWatcher(LeadingWatcher):
                     if time.monotonic() >= deadline:
                         return False
                     continue
+                try:
+                    self._apply_cancel(conn)
+                except psycopg.Error:
+                    self._drop()  # lost: reconnect on the next turn
+                    continue
                 if self._drain():
                     return True
                 remaining = deadline - time.monotonic()
@@ -150,7 +234,8 @@ class PostgresWatcher(LeadingWatcher):
                     self._drop()
                     continue
                 if self._rfd in ready:
-                    return False  # closing
+                    self._read_pipe()
+                    continue  # closing (the loop ends), or a nudge from the cancel side
                 if ready:
                     try:
                         conn.pgconn.consume_input()
@@ -170,6 +255,7 @@ class PostgresWatcher(LeadingWatcher):
             digest = lead_digest(f"{self._schema}\n{key}")
             keys = (int.from_bytes(digest[:4], "big", signed=True), int.from_bytes(digest[4:], "big", signed=True))
             try:
+                self._finish_cancel(conn)
                 got = bool(conn.execute(TRY_LEAD, keys).fetchone()[0])  # type: ignore[index]
                 if got:
                     self._lead_conn, self._lead_keys = conn, keys
@@ -188,6 +274,7 @@ class PostgresWatcher(LeadingWatcher):
                 self._listen = False
                 return
             try:
+                self._finish_cancel(conn)
                 if self._lead_conn is conn and self._lead_keys is not None:
                     conn.execute(UNLEAD, self._lead_keys)
                 if self._listen:
@@ -197,6 +284,39 @@ class PostgresWatcher(LeadingWatcher):
             self._lead_conn = None
             self._listen = False
 
+    def cancel_listener(self) -> _CancelSide | None:
+        """A watcher woken by cancel requests for this store, heard on this watcher's own
+        connection (``LISTEN tenure_cancel`` while it is open), or None for a watcher of another
+        channel or a closed one. Its ``wait`` answers True once the ``LISTEN`` is in effect
+        (also after a reconnect: requests made meanwhile were not heard), and on each request.
+        It hears only while some thread calls this watcher's :meth:`wait`; its ``close`` stops
+        the listening. One at a time: a second call answers the same handle while it is open."""
+        if self._channel != Q.CHANNEL or self._closed:
+            return None
+        side = self._cancel
+        if side is None or side.closed:
+            side = self._cancel = _CancelSide(self)
+            if self._cancel_on:
+                side.heard.set()  # already listening: it may read the requests made before now
+        self._nudge()
+        return side
+
+    def _nudge(self) -> None:
+        """Interrupt a wait in progress so that it applies the cancel side's wish now."""
+        with self._pipe_lock:
+            if self._closed:
+                return  # its pipe may be closed, and the numbers reused by other files
+            try:
+                os.write(self._wfd, b"n")
+            except OSError:
+                pass  # the pipe full of nudges already
+
+    def _read_pipe(self) -> None:
+        try:
+            os.read(self._rfd, 4096)
+        except OSError:
+            pass
+
     def close(self) -> None:
         if self._closed:
             return
@@ -205,7 +325,7 @@ class PostgresWatcher(LeadingWatcher):
             os.write(self._wfd, b"x")
         except OSError:
             pass
-        with self._lock:
+        with self._lock, self._pipe_lock:
             self._drop()
             for fd in (self._rfd, self._wfd):
                 try:
@@ -221,3 +341,25 @@ def _poll(fds: list[int], timeout: float) -> set[int]:
     for fd in fds:
         poller.register(fd, select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP)
     return {fd for fd, _ in poller.poll(max(math.ceil(timeout * 1000), 0))}
+
+
+class _CancelSide(Watcher):
+    """The cancel requests heard on a :class:`PostgresWatcher`'s connection
+    (:meth:`PostgresWatcher.cancel_listener`)."""
+
+    def __init__(self, owner: PostgresWatcher) -> None:
+        self._owner = owner
+        self.heard = threading.Event()
+        self.closed = False
+
+    def wait(self, timeout: float) -> bool:
+        if self.heard.wait(max(float(timeout), 0.0)):
+            self.heard.clear()
+            return True
+        return False
+
+    def close(self) -> None:
+        """Stop listening (the owner's next wait turn runs ``UNLISTEN tenure_cancel``)."""
+        if not self.closed:
+            self.closed = True
+            self._owner._nudge()

@@ -77,8 +77,11 @@ def test_minted_ids_increase_within_a_millisecond_and_when_the_clock_steps_back(
     monkeypatch.setattr(ids.time, "time_ns", lambda: now[0])
     first = ids.new_job_ids(5_000)  # one millisecond: 5 000 ids
     now[0] -= 60_000 * 1_000_000  # the clock steps back a minute
-    later = [ids.new_job_id() for _ in range(10)]
-    minted = first + later
+    later = [ids.new_job_id() for _ in range(10)]  # one at a time (its own path, not a batch of one)
+    now[0] += 120_000 * 1_000_000  # a minute past the first millisecond: a fresh one is of its own ms
+    fresh = ids.new_job_id()
+    assert uuid.UUID(fresh).int >> 80 == 1_800_000_060_000
+    minted = first + later + [fresh] + ids.new_job_ids(3)
     assert minted == sorted(minted) and len(set(minted)) == len(minted)
     parsed = [uuid.UUID(i) for i in minted]
     assert {(u.version, u.variant) for u in parsed} == {(7, uuid.RFC_4122)}

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import PG_URL
 from tests.engine import _one_conn
 
-from tenure.engine.postgres.session import SETTLE_CURSORS, PostgresSession
+from tenure.engine.postgres.session import REUSED_CURSORS, PostgresSession
 from tenure.engine.rows import Settle
 
 one_conn_store = pytest.fixture(_one_conn.one_conn_store)
@@ -23,9 +23,10 @@ def test_settle_and_claim_run_on_the_pooled_connections_own_cursors(one_conn_sto
     ids = [jobs.enqueue("k", {"i": i}) for i in range(6)]
     conn = _pooled(store)
     cursors = conn._tenure_cursors
-    assert len(cursors) == SETTLE_CURSORS and all(c.statusmessage is None for c in cursors)
+    # the enqueues ran on the first (tests/engine/test_pg_enqueue_cursor.py), a claim alone on the third
+    assert len(cursors) == REUSED_CURSORS and [c.statusmessage for c in cursors] == ["INSERT 0 1", None, None]
     first = jobs.claim_many(["k"], owner="w", limit=2, lease_ms=60_000)
-    assert cursors[2].statusmessage == "SELECT 2" and cursors[0].statusmessage is None
+    assert cursors[2].statusmessage == "SELECT 2" and cursors[0].statusmessage == "INSERT 0 1"
     errors, more = jobs.complete_and_claim([(c.lease, None) for c in first], ["k"], owner="w", limit=3,
                                            lease_ms=60_000)
     assert errors == [None, None] and len(more) == 3

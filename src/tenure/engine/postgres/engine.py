@@ -61,7 +61,7 @@ from ..urls import POSTGRES_SCHEMES
 from . import queries as Q
 from .deadline import Watchdog, call_deadline
 from .deadline import current as deadline_spec
-from .session import SETTLE_CURSORS, PostgresSession
+from .session import REUSED_CURSORS, PostgresSession
 from .watch import PostgresWatcher
 
 #: A pooled connection idle longer than this is checked before use (after a server restart every
@@ -90,15 +90,14 @@ log = logging.getLogger("tenure.engine.postgres")
 
 def _stamp_new(conn: psycopg.Connection) -> None:
     """A new pooled connection counts as just used: it is not checked before its first use. It
-    gets the cursors its hot statements reuse: ``conn.execute`` builds a cursor, and its adapters,
-    per call (~15 us of client CPU each). One for the root enqueue
-    (``PostgresSession.job_insert_resolved``), and :data:`SETTLE_CURSORS` for the claim and
-    settle path (``PostgresSession._cursor``: a settle-and-claim pipelines three statements, each
-    needing a cursor of its own to hold its answer)."""
+    gets the cursors its hot statements reuse (``session._cursor``): ``conn.execute`` builds a
+    cursor, and its adapters, per call (~15 us of client CPU each). One set of
+    :data:`REUSED_CURSORS`: a settle-and-claim pipelines three statements, each needing a cursor
+    of its own to hold its answer; the first also serves the statements sent alone (the root
+    enqueue's INSERT, a lone settlement, ``get``)."""
     conn._tenure_returned = time.monotonic()  # type: ignore[attr-defined]
-    conn._tenure_cursor = conn.cursor(row_factory=tuple_row)  # type: ignore[attr-defined]
     conn._tenure_cursors = tuple(conn.cursor(row_factory=tuple_row)  # type: ignore[attr-defined]
-                                 for _ in range(SETTLE_CURSORS))
+                                 for _ in range(REUSED_CURSORS))
 
 
 class _LastInFirstOutPool(ConnectionPool):

@@ -101,8 +101,9 @@ log = logging.getLogger("tenure.engine.postgres")
 #: with one INSERT ... SELECT (Q.INSERT_STAGED); below it, one INSERT_MANY statement costs fewer
 #: round trips (measured: docs/performance.md).
 COPY_MIN_ROWS = 64
-#: Reusable cursors of a pooled connection for the claim and settle path (see :func:`_cursor`).
-SETTLE_CURSORS = 3
+#: Reusable cursors of a pooled connection (see :func:`_cursor`): the claim and settle path's
+#: pipeline holds three answers at once; the first also serves the statements sent alone.
+REUSED_CURSORS = 3
 
 
 class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMaintenanceMixin, PostgresInsightsMixin, SharedMethods, Session):
@@ -174,9 +175,9 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
         params = new_job_params(job, now)
         params["retention_ms"] = retention_ms
         params["default_max_attempts"] = DEFAULT_MAX_ATTEMPTS
-        # A pooled connection's own reusable cursor (engine._stamp_new); an adopted one has none.
-        cur = getattr(self._conn, "_tenure_cursor", None) or self._conn.cursor()
-        row = cur.execute(Q.INSERT_RESOLVED, params).fetchone()
+        # The first of a pooled connection's reusable cursors (_cursor), as a lone settlement's;
+        # an adopted connection gets a cursor of its own. Its one row is read here, in full.
+        row = _cursor(self._conn, 0).execute(Q.INSERT_RESOLVED, params).fetchone()
         return None if row is None else row[0]
 
     def job_get(self, job_id: str) -> JobRow | None:
@@ -432,7 +433,9 @@ class PostgresSession(PostgresQueuesMixin, PostgresSignalsMixin, PostgresMainten
 def _cursor(conn: psycopg.Connection, n: int) -> psycopg.Cursor:
     """The ``n``-th of a pooled connection's reusable cursors (engine._stamp_new), or a new one
     on a connection tenure did not open. A statement on it must be read to the end before the next
-    statement on the same ``n`` is sent (in a pipeline: one statement per cursor)."""
+    statement on the same ``n`` is sent (in a pipeline: one statement per cursor). The hot
+    statements outside a pipeline (a root enqueue's INSERT, a lone settlement, ``get``) use
+    cursor 0."""
     cursors = getattr(conn, "_tenure_cursors", None)
     return conn.cursor() if cursors is None else cursors[n]
 

@@ -283,9 +283,12 @@ class PostgresEngine(Engine):
         return pool
 
     @contextmanager
-    def _connection(self, cancel: threading.Event | None, root: bool = True) -> Iterator[psycopg.Connection]:
+    def _connection(self, cancel: threading.Event | None, root: bool = True,
+                    session: bool = False) -> Iterator[Any]:
         """A pooled connection for one block (committed or rolled back at its end like
-        ``pool.connection()``). The wait for one is bounded by ``pool_timeout``; a set ``cancel``
+        ``pool.connection()``), or with ``session`` a :class:`PostgresSession` on it (what
+        :meth:`session` answers, without a second generator around this one: a root enqueue
+        opens one per call). The wait for one is bounded by ``pool_timeout``; a set ``cancel``
         withdraws it with :class:`OperationWithdrawn` before anything ran. The block is watched
         by the deadline this thread set (:meth:`deadline`), else, for a ``root`` call (not the
         application's own transaction), by ``call_timeout``; a call cut at its deadline raises
@@ -306,12 +309,12 @@ class PostgresEngine(Engine):
                     conn = self._verified(pool, conn, started + self.pool_timeout, call)
                 if call is None:
                     with conn:  # a pooled connection is not closed by this, only committed/rolled back
-                        yield conn
+                        yield PostgresSession(conn) if session else conn
                 else:
                     dog.rebind(call, conn.pgconn.socket)
                     try:
                         with conn:
-                            yield conn
+                            yield PostgresSession(conn) if session else conn
                     except Exception as exc:
                         if not call.fired:
                             raise
@@ -350,10 +353,8 @@ class PostgresEngine(Engine):
                 if time.monotonic() >= deadline:
                     raise PoolTimeout(f"couldn't get a connection after {self.pool_timeout:.2f} sec") from None
 
-    @contextmanager
-    def session(self, cancel: threading.Event | None = None) -> Iterator[PostgresSession]:
-        with self._connection(cancel) as conn:
-            yield PostgresSession(conn)
+    def session(self, cancel: threading.Event | None = None) -> AbstractContextManager[PostgresSession]:
+        return self._connection(cancel, session=True)
 
     @contextmanager
     def transaction(self, cancel: threading.Event | None = None) -> Iterator[PostgresSession]:

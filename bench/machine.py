@@ -67,3 +67,13 @@ def describe() -> dict[str, Any]:
         "loadavg_at_start": loadavg(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def proc_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process ``pid``, every thread (Linux ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

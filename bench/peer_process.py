@@ -1,6 +1,6 @@
 """A peer system's worker process, as ``python -m bench.peers`` runs one for a measurement: started
 with pipes for its commands and answers, its standard error kept in a file, and torn down the
-same way whatever happened (the drain of :mod:`bench.peers`, the latency run of
+same way whatever happened (the drain of :mod:`bench.peer_measure`, the latency run of
 :mod:`bench.peers_calls`).
 """
 

@@ -23,6 +23,7 @@ import subprocess
 import time
 from typing import Any
 
+from .machine import proc_cpu_seconds
 from .peer_process import stderr_tail, worker_process
 
 POLL_S = 0.01
@@ -59,8 +60,6 @@ def measure_enqueue_one(system: Any, n: int, root: str) -> dict[str, Any]:
 
 def measure_latency(system: Any, n: int, gap_ms: float, root: str) -> dict[str, Any]:
     """One latency run of ``n`` jobs, one every ``gap_ms``, into an idle worker of ``system``."""
-    from .peers import proc_cpu_seconds  # here: bench.peers imports this module
-
     system.prepare_empty()
     argv, env = system.calls_argv("lwork", *system.lwork_args())
     with worker_process(system, argv, env, root) as (proc, stderr):

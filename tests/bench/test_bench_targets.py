@@ -91,7 +91,7 @@ def test_a_lease_given_back_after_a_lost_claim_verifies_only_when_reported(targe
 
 
 def test_peers_ratio_lines_judge_each_target_against_pgqueuer() -> None:
-    from bench.peers import ratio_lines
+    from bench.peer_report import ratio_lines
 
     def result(system: str, jobs: float, bulk: float | None, defaults: bool = False) -> dict:
         return {"system": system, "engine": "postgres", "jobs_per_s": jobs, "bulk_enqueue_rows_per_s": bulk,
@@ -113,7 +113,7 @@ def test_peers_ratio_lines_judge_each_target_against_pgqueuer() -> None:
 
 
 def test_peers_ratio_lines_judge_one_by_one_and_latency() -> None:
-    from bench.peers import ratio_lines
+    from bench.peer_report import ratio_lines
 
     def result(system: str, enq: float, p50: float, p99: float) -> dict:
         return {"system": system, "engine": "postgres", "jobs_per_s": None, "bulk_enqueue_rows_per_s": None,

@@ -26,13 +26,13 @@ store like every other scenario.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 from typing import Any
 
 import tenure
 
 from .child import Recorder, wait_completions
+from .machine import proc_cpu_seconds
 from .scenarios import KIND, Config, Prepared, _cpu_us, _elapsed_rate, fill
 from .targets import PostgresTarget, Target, verify_store
 
@@ -46,16 +46,6 @@ STATS_SETTLE_S = 11.0
 #: When the commit count is also read early (after one flush interval), to report how many
 #: commits reached the counter only after it (``late_commits_per_job``).
 EARLY_READ_S = 1.2
-
-
-def _proc_cpu(pid: int) -> float | None:
-    """User + system CPU seconds of process ``pid`` (every thread), or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class _Meter:
@@ -76,7 +66,7 @@ class _Meter:
                                 "AND pid <> pg_backend_pid()").fetchall()
         out = {}
         for (pid,) in rows:
-            cpu = _proc_cpu(pid)
+            cpu = proc_cpu_seconds(pid)
             if cpu is not None:
                 out[pid] = cpu
         return out
@@ -102,12 +92,12 @@ class _Meter:
         settled, self._settled_commits = self._settled_commits, None
         self.commits0 = settled if settled is not None else self._commits()
         self.own0 = time.process_time()
-        self.workers0 = [_proc_cpu(p) or 0.0 for p in self.pids]
+        self.workers0 = [proc_cpu_seconds(p) or 0.0 for p in self.pids]
         self.backends0 = self._backends()
 
     def stop(self, jobs: int) -> dict[str, Any]:
         own = time.process_time() - self.own0
-        workers = sum((_proc_cpu(p) or 0.0) - c for p, c in zip(self.pids, self.workers0, strict=True))
+        workers = sum((proc_cpu_seconds(p) or 0.0) - c for p, c in zip(self.pids, self.workers0, strict=True))
         backends = sum(cpu - self.backends0.get(pid, 0.0) for pid, cpu in self._backends().items())
         commits = self._settled_commits = self._commits()
         early = self.early if commits is not None else None

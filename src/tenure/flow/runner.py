@@ -18,6 +18,8 @@ the run's output becomes the job's ``result`` (spec §7, spec 7.2). One attempt 
 A task failure fails the attempt (retried with backoff; siblings already running are allowed to
 finish, and their values are kept). Cancellation — the worker stopping, a lost lease, an operator's
 ``cancel`` — reaches every running task through ``ctx.cancelled``; no new node starts after it.
+At a shutdown, a node's park still parks the run (due at once if other nodes were cut short): it
+is not turned into a failure (docs/workflows.md, "Cancellation").
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..durable import Park
 from ..errors import FENCE_CODES, InvalidArgument, InvalidType, ResumeMismatch, TenureError
 from ..open_tx import Refusals, refusals
+from ..worker.attempt import SHUTDOWN
 from ..worker.config import WorkerConfig
 from .context import RunInterrupted, TaskContext, TaskFailed, _make_dead
 from .document import Flow
@@ -161,6 +164,7 @@ class _Run:
         async_tasks: list[asyncio.Future[Any]] = []
         failure: BaseException | None = None
         parked: list[Park] = []
+        parked_ids: set[str] = set()
         loop = asyncio.get_running_loop()
         pool = ThreadPoolExecutor(max_workers=flow.max_parallel,
                                   thread_name_prefix=f"tenure-flow-{flow.name}")
@@ -198,6 +202,7 @@ class _Run:
                         pass
                     except Park as park:  # a durable step: the node resumes when the run is woken
                         parked.append(park)
+                        parked_ids.add(node_id)
                     except BaseException as exc:  # noqa: BLE001 - reported after the siblings finish
                         failure = _first(failure, exc)
         finally:
@@ -209,10 +214,22 @@ class _Run:
             if cancelled.is_set():
                 raise self._interrupted() from failure
             raise failure
-        if not done_all and parked and not cancelled.is_set():
-            raise Park.merge(parked)  # the worker parks the run: no slot, no lease until it wakes
+        if not done_all and parked and (not cancelled.is_set() or cancelled.reason is SHUTDOWN):
+            # The worker parks the run: no slot, no lease until it wakes. A shutdown does not turn
+            # the park into a failure (a plain handler's park at shutdown parks too): that would use
+            # up a retry and lose the parked steps' records, which only the park saves.
+            if cancelled.is_set() and self._cut_short(parked_ids):
+                parked.append(Park(self.ctx.store._now_wall()))  # the rest runs again at once
+            raise Park.merge(parked)
         if not done_all:
             raise self._interrupted()
+
+    def _cut_short(self, parked_ids: set[str]) -> bool:
+        """Whether a node the cancellation stopped could run now: unfinished, not parked, every node
+        it needs done (it was interrupted, or never started)."""
+        nodes = self.flow.nodes
+        return any(n not in self.values and n not in parked_ids and all(d in self.values for d in nodes[n].needs)
+                   for n in self.bound.order)
 
     def _interrupted(self) -> BaseException:
         reason = self.ctx.cancelled.reason

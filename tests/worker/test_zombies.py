@@ -75,6 +75,10 @@ def test_retries_of_one_hanging_job_wedge_every_slot_and_the_worker_says_so(any_
     try:
         w.start()
         wait_for(lambda: w.stats()["zombies"] == N, timeout=10, what=f"{N} zombie slots")
+        # An attempt is a zombie ``zombie_grace`` after its timeout asked it to stop, whether or not
+        # the keeper's settling of that timeout has committed yet: the last failure is reported
+        # (after its commit and its count) perhaps a moment later.
+        seen.wait(N)
         assert any_store.jobs.get(bad).state == "dead" and any_store.jobs.get(bad).attempts == N
         assert [e["outcome"] for e in seen.events] == ["failed"] * N
         good = any_store.jobs.enqueue("ok")
@@ -124,6 +128,9 @@ def test_the_share_sets_how_many_zombies_make_it_unhealthy(any_store, make_worke
     try:
         w.start()
         wait_for(lambda: w.stats()["zombies"] == 1 and w.stats()["in_flight"] == 1, what="one zombie")
+        # the hanging attempt is a zombie from zombie_grace after its timeout, and its timeout is
+        # counted once the keeper's failure commits, which may be a moment later
+        wait_for(lambda: w.stats()["timeouts"] >= 3, what="three timeouts counted")
         assert w.stats()["timeouts"] == 3 and w.stats()["healthy"] is True
         any_store.jobs.enqueue("hang", timeout=0.1, max_attempts=1)
         wait_for(lambda: w.stats()["zombies"] == 2, what="two zombies")

@@ -161,9 +161,8 @@ def test_one_signal_two_waiters_one_receives_it_the_other_times_out(any_store, c
     runner = start_runner(any_store, [_waiting_flow("shared", lambda ctx: "go")], concurrency=2)
     a = any_store.jobs.enqueue("shared", {"input": None}, id="a")
     b = any_store.jobs.enqueue("shared", {"input": None}, id="b")
-    parked(any_store, a, 1)
-    parked(any_store, b, 1)
-    assert runner.worker.leases() == []
+    assert_holds_nothing(runner, parked(any_store, a, 1))
+    assert_holds_nothing(runner, parked(any_store, b, 1))
     any_store.signals.send("go", "once")
     got = wait_for(lambda: [j for j in (any_store.jobs.get(a), any_store.jobs.get(b)) if j.state == "done"],
                    what="one waiter to receive the signal")

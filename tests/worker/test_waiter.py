@@ -20,6 +20,7 @@ import traceback
 import pytest
 
 import tenure
+from tenure.worker.producer import TAKEOVER_S
 
 from ._wk import wait_for
 
@@ -187,6 +188,52 @@ def test_a_waiter_with_full_slots_steps_down(engine_url, concurrency):
             raise AssertionError(f"{exc}\na: {_state(wa)}\nb: {_state(wb)}") from None
         job = producer.jobs.enqueue("noop")
         wait_for(lambda: ("b", job) in ran, timeout=30, what="the next job run by b")
+    finally:
+        release.set()
+        for w in (wa, wb):
+            w.stop(grace=2)
+        for s in (a, b, producer):
+            s.close()
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_waiter_whose_claim_is_slow_keeps_waiting(engine_url, concurrency):
+    """A slot reserved for a claim in progress is not a full slot: a waiter whose claims take longer
+    than TAKEOVER_S (behind another writer's lock, on a loaded server) keeps waiting and runs what it
+    claims. It stepped down mid-claim, b took the waiter lock over and, woken to claim what came,
+    raced a for the jobs a was claiming and took them (the premise check of
+    test_a_waiter_with_full_slots_steps_down fails that way: a job of a's ran on b)."""
+    a, b, producer = _pair(engine_url)
+    ran: list = []
+    release = threading.Event()
+
+    def blocking(payload, ctx):
+        ran.append(("a", ctx.job.id))
+        release.wait(30)
+
+    slow = threading.Event()
+    claim_many = a._jobs.claim_many
+
+    def slow_claim_many(*args, **kwargs):
+        if slow.is_set():
+            time.sleep(5 * TAKEOVER_S)  # the claim waits (a lock, the network) before it runs
+        return claim_many(*args, **kwargs)
+
+    a._jobs.claim_many = slow_claim_many
+    wa = _worker(a, ran, "a", handler=blocking, concurrency=concurrency)
+    wb = _worker(b, ran, "b")
+    try:
+        wa.start()
+        wait_for(lambda: wa._leading, what="a waiting")
+        wb.start()
+        assert wb.events.wait("idle", 1, timeout=10)
+        wait_for(lambda: wb._lead_tries, what="b's first lead (refused: a waits)")
+        slow.set()
+        for _ in range(concurrency):
+            producer.jobs.enqueue("noop")
+        wait_for(lambda: len(ran) == concurrency, timeout=30, what="the jobs to run")
+        assert all(name == "a" for name, _ in ran), (ran, _state(wa), _state(wb))
+        assert wb.stats()["claims"] == 0
     finally:
         release.set()
         for w in (wa, wb):

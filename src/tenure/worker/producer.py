@@ -66,7 +66,9 @@ class Producer(Executor):
         hears changes; the others claim on their poll, on their own backlog and on local
         enqueues, and try to become the waiter every :data:`TAKEOVER_S`. A waiter whose slots
         stay full for :data:`TAKEOVER_S` steps down, so that a worker with room hears the next
-        jobs, and tries again as soon as a slot frees."""
+        jobs, and tries again as soon as a slot frees. A slot reserved for a claim in progress is
+        not a full one: a claim slowed by a lock wait or a loaded server does not make the waiter
+        step down (another worker would be woken only to race it for the jobs it is claiming)."""
         key = self._lead_key()
         leading, next_try, full_since = False, 0.0, None
         if isinstance(watcher, LeadingWatcher):
@@ -78,7 +80,8 @@ class Producer(Executor):
                 try:
                     now = time.monotonic()
                     room = self._has_room()
-                    full_since = None if room else (full_since or now)
+                    full = not room and not self._reserved  # no claim in progress (a hint, unlocked)
+                    full_since = (full_since or now) if full else None
                     if leading and full_since is not None and now - full_since >= TAKEOVER_S:
                         follow()  # full for a while: let a worker with room hear the jobs
                         leading, next_try = False, 0.0  # and wait again as soon as a slot frees

@@ -4,6 +4,7 @@ options, durations, opening the store, tables and JSON output."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import json
 import logging
@@ -50,7 +51,44 @@ def _is_usage(exc: TenureError) -> bool:
     return isinstance(exc, InvalidArgument | InvalidType | InvalidSchedule | InvalidURL) or exc.code.startswith("TN1")
 
 
-class _Group(click.Group):
+#: The words users of other queues (Celery, RQ, Oban, Sidekiq) type first, and tenure's for them:
+#: ``tenure jobs retry ID`` answers "did you mean 'requeue'?" instead of a bare "no such command".
+PEER_COMMANDS: dict[str, dict[str, str]] = {
+    "tenure": {"work": "worker", "start": "worker", "run": "worker", "status": "stats", "inspect": "stats",
+               "purge": "sweep", "web": "dashboard", "ui": "dashboard", "flower": "dashboard",
+               "cron": "schedules", "enqueue-many": "enqueue", "add": "enqueue", "send": "enqueue"},
+    "jobs": {"retry": "requeue", "rerun": "requeue", "resume": "requeue", "get": "show", "info": "show",
+             "inspect": "show", "kill": "cancel", "abort": "cancel", "stop": "cancel", "rm": "delete",
+             "remove": "delete", "ls": "list"},
+    "queues": {"ls": "list", "add": "create", "new": "create", "info": "show", "get": "show",
+               "set": "update", "edit": "update", "rm": "delete", "remove": "delete", "drop": "delete"},
+    "schedules": {"create": "add", "new": "add", "delete": "remove", "rm": "remove", "ls": "list",
+                  "trigger": "run", "stop": "pause", "disable": "pause", "enable": "resume", "start": "resume"},
+}
+
+
+class Commands(click.Group):
+    """A command group whose unknown command names tenure's word for it: a close spelling
+    (``queus``), or what another queue calls it (``jobs retry`` -> ``requeue``, PEER_COMMANDS)."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                             list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            name = args[0] if args else ""
+            peer = PEER_COMMANDS.get("tenure" if ctx.parent is None else self.name or "", {}).get(name)
+            if not name or name.startswith("-") or self.get_command(ctx, name) is not None:
+                raise
+            if peer is None or self.get_command(ctx, peer) is None:
+                near = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+                if not near:
+                    raise
+                peer = near[0]
+            raise click.UsageError(f"No such command {name!r} (did you mean {peer!r}?).", ctx) from exc
+
+
+class _Group(Commands):
     """Every command exits with one line on error: ``tenure: <message>`` (no traceback)."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # click's entry point

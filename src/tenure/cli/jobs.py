@@ -11,6 +11,7 @@ import click
 
 from ..records import STATES
 from .common import (
+    Commands,
     _close,
     _fail,
     _jsonable,
@@ -25,7 +26,7 @@ from .common import (
 )
 
 
-@main.group(cls=click.Group)
+@main.group(cls=Commands)
 def jobs() -> None:
     """List, inspect, cancel, requeue and redrive jobs."""
 

@@ -12,6 +12,7 @@ from .. import enqueue_options as eo
 from ..queue_settings import POLICIES
 from ..records import STATES
 from .common import (
+    Commands,
     _close,
     _duration_option,
     _need,
@@ -25,7 +26,7 @@ from .common import (
 )
 
 
-@main.group(cls=click.Group)
+@main.group(cls=Commands)
 def queues() -> None:
     """List, create, update, show, pause and resume queues."""
 

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from .common import (
+    Commands,
     _close,
     _fail,
     _jsonable,
@@ -22,7 +23,7 @@ from .common import (
 )
 
 
-@main.group(cls=click.Group)
+@main.group(cls=Commands)
 def runs() -> None:
     """Inspect workflow runs."""
 

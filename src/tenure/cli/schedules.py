@@ -10,6 +10,7 @@ import click
 
 from .common import (
     EXIT_ERROR,
+    Commands,
     _close,
     _need,
     _payload,
@@ -23,7 +24,7 @@ from .common import (
 )
 
 
-@main.group(cls=click.Group)
+@main.group(cls=Commands)
 def schedules() -> None:
     """List, add, pause, resume and remove cron schedules."""
 

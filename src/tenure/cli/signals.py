@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from .common import _close, _payload, emit_json, json_option, main, open_store, url_option
+from .common import Commands, _close, _payload, emit_json, json_option, main, open_store, url_option
 
 
-@main.group(cls=click.Group)
+@main.group(cls=Commands)
 def signals() -> None:
     """Send signals to waiting runs (ctx.wait_for_signal)."""
 

@@ -1,0 +1,33 @@
+"""What a user coming from Celery, RQ or Oban types first, answered by the real console script
+with tenure's word for it instead of a dead end (each test fails without its fix)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _one_line(res) -> str:
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.err, res.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(("argv", "meant"), [
+    (["jobs", "retry", "some-id"], "requeue"),     # Oban's retry_job, Sidekiq's "Retry now"
+    (["jobs", "get", "some-id"], "show"),
+    (["schedules", "delete", "nightly"], "remove"),
+    (["status"], "stats"),
+    (["work"], "worker"),
+    (["queue", "list"], "queues"),                 # a close spelling
+])
+def test_an_unknown_command_names_tenures_word_for_it(cli, argv, meant):
+    line = _one_line(cli(*argv, url=None, expect=2))
+    assert f"(did you mean {meant!r}?)" in line, line
+    assert "--help" in line, line
+
+
+@pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
+def test_an_unknown_command_with_no_near_word_stays_plain(cli):
+    line = _one_line(cli("jobs", "frobnicate", url=None, expect=2))
+    assert "No such command 'frobnicate'." in line and "did you mean" not in line, line

@@ -31,3 +31,17 @@ def test_an_unknown_command_names_tenures_word_for_it(cli, argv, meant):
 def test_an_unknown_command_with_no_near_word_stays_plain(cli):
     line = _one_line(cli("jobs", "frobnicate", url=None, expect=2))
     assert "No such command 'frobnicate'." in line and "did you mean" not in line, line
+
+
+def test_queues_delete_refuses_live_jobs_then_force_deletes_them(cli):
+    """store.queues.delete had no command: a queue made by a typo could not be removed from the shell."""
+    for n in range(2):
+        cli("enqueue", "img.resize", "--payload", f'{{"image": {n}}}', "--queue", "imgs")
+    line = _one_line(cli("queues", "delete", "imgs", expect=1))
+    assert "[TN3002] queue 'imgs' still has 2 live job(s)" in line and "--force" in line, line
+    res = cli("queues", "delete", "imgs", "--force", stdin="n\n", expect=1)
+    assert "nothing changed" in res.out
+    assert "imgs" in [q["name"] for q in cli("queues", "list", "--json").json()]
+    assert cli("queues", "delete", "imgs", "--force", "--yes", "--json").json() == {"queue": "imgs", "deleted_jobs": 2}
+    assert "imgs" not in [q["name"] for q in cli("queues", "list", "--json").json()]
+    assert "[TN3001] no queue named 'imgs'" in _one_line(cli("queues", "delete", "imgs", expect=1))

@@ -1,4 +1,4 @@
-"""``tenure queues``: list, create, pause and resume queues."""
+"""``tenure queues``: list, create, update, show, pause, resume and delete queues."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .. import enqueue_options as eo
 from ..queue_settings import POLICIES
 from ..records import STATES
 from .common import (
+    EXIT_ERROR,
     Commands,
     _close,
     _duration_option,
@@ -28,7 +29,7 @@ from .common import (
 
 @main.group(cls=Commands)
 def queues() -> None:
-    """List, create, update, show, pause and resume queues."""
+    """List, create, update, show, pause, resume and delete queues."""
 
 
 @queues.command("list")
@@ -202,3 +203,36 @@ def _queue_toggle(verb: str) -> Callable:
 
 _queue_toggle("pause")
 _queue_toggle("resume")
+
+
+@queues.command("delete")
+@click.argument("name")
+@click.option("--force", is_flag=True,
+              help="Also delete its live (pending, leased, failed) jobs; asks first unless --yes.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (with --force).")
+@url_option
+@json_option
+def queues_delete(name: str, force: bool, yes: bool, url: str | None, as_json: bool) -> None:
+    """Delete queue NAME with its settings, its settled jobs and their checkpoints
+    (store.queues.delete). Refused while it holds live jobs (TN3002) unless --force."""
+    from ..errors import QueueNotEmpty
+
+    store = open_store(url)
+    try:
+        try:
+            n = store.queues.delete(name)
+        except QueueNotEmpty as exc:
+            live = exc.details.get("live")
+            if not force:
+                raise QueueNotEmpty(f"queue {name!r} still has {live} live job(s) (pending, leased or failed): "
+                                    "let them settle, or add --force to delete them too", **exc.details) from None
+            if not yes and not click.confirm(f"delete queue {name} and its {live} live job(s)?", default=False):
+                click.echo("nothing changed")
+                raise SystemExit(EXIT_ERROR) from None
+            n = store.queues.delete(name, force=True)
+    finally:
+        _close(store)
+    if as_json:
+        emit_json({"queue": name, "deleted_jobs": n})
+    else:
+        click.echo(f"queue {name} deleted with its {n} job(s)")

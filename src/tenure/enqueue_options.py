@@ -246,6 +246,20 @@ def on(surface: str) -> dict[str, Option]:
     return _BY_SURFACE[surface]
 
 
+#: What Celery, RQ and Oban call an option, and tenure's name for it: tenure's own spelling is
+#: suggested for these rather than the nearest spelling ("countdown" is not a misspelt "conn").
+PEER_NAMES: dict[str, str] = {
+    "countdown": "delay", "eta": "run_at", "scheduled_at": "run_at", "schedule_in": "delay",
+    "enqueue_in": "delay", "enqueue_at": "run_at", "retries": "max_attempts", "max_retries": "max_attempts",
+    "time_limit": "timeout", "soft_time_limit": "timeout", "job_timeout": "timeout",
+    "routing_key": "queue", "job_id": "id", "task_id": "id", "unique_key": "singleton_key",
+    "default_retry_delay": "retry_delay", "retry_backoff_max": "retry_delay_max", "result_ttl": "retention",
+}
+
+_COUNTS_THE_FIRST = " max_attempts counts the first run too: max_retries=3 is max_attempts=4"
+_PEER_NOTES = {"max_retries": _COUNTS_THE_FIRST, "retries": _COUNTS_THE_FIRST}
+
+
 def refusal(name: Any, surface: str) -> TenureError:
     """The coded error for ``name`` given where ``surface`` does not take it: TN1001 naming the
     option with the nearest accepted name ("did you mean 'singleton_key'?") or, for an option of
@@ -258,8 +272,10 @@ def refusal(name: Any, surface: str) -> TenureError:
         why = known.why_not.get(surface) or "it is accepted by " + ", ".join(
             SURFACE_NAMES[s] for s in SURFACES if s in known.surfaces)
         return InvalidArgument(f"{where} does not take {name!r}: {why}", option=name, surface=surface)
-    near = difflib.get_close_matches(name, list(_BY_SURFACE[surface]), n=1, cutoff=0.6)
-    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    peer = PEER_NAMES.get(name)
+    near = ([peer] if peer in _BY_SURFACE[surface]
+            else difflib.get_close_matches(name, list(_BY_SURFACE[surface]), n=1, cutoff=0.6))
+    hint = f" (did you mean {near[0]!r}?{_PEER_NOTES.get(name, '')})" if near else ""
     return InvalidArgument(f"unknown option {name!r} for {where}{hint}", option=name, surface=surface)
 
 

@@ -25,6 +25,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from . import enqueue_options as eo
 from .errors import InvalidType
 from .task_values import codecs_of, convert
 
@@ -96,10 +97,10 @@ class TaskSignature:
                 task=self.task_name,
                 argument=self.context.name,
             )
-        unknown = self._unknown_keywords(kwargs)
-        if unknown:
+        unknown, hint = self._unknown_keyword(kwargs)
+        if unknown is not None:
             raise InvalidType(
-                f"task {self.task_name!r} has no parameter {unknown} (its signature: {self.callers})",
+                f"task {self.task_name!r} has no parameter {unknown!r}{hint} (its signature: {self.callers})",
                 task=self.task_name,
                 argument=unknown,
             )
@@ -130,12 +131,13 @@ class TaskSignature:
                     task=self.task_name, argument=name,
                 ) from None
 
-    def _unknown_keywords(self, kwargs: dict[str, Any]) -> str:
-        """The first keyword no parameter takes, with the nearest name (a typo is named before
-        the required argument it leaves missing); empty when every keyword fits."""
+    def _unknown_keyword(self, kwargs: dict[str, Any]) -> tuple[str | None, str]:
+        """The first keyword no parameter takes, and a hint: the nearest parameter name (a typo
+        is named before the required argument it leaves missing), else, for an enqueue option
+        (``delay``, Celery's ``countdown``), where options go. ``(None, "")`` when every keyword fits."""
         params = self.callers.parameters.values()
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-            return ""
+            return None, ""
         names = [
             p.name
             for p in params
@@ -144,8 +146,14 @@ class TaskSignature:
         for key in kwargs:
             if key not in names:
                 near = difflib.get_close_matches(key, names, n=1)
-                return f"{key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
-        return ""
+                if near:
+                    return key, f" (did you mean {near[0]!r}?)"
+                option = key if key in eo.on(eo.TASK) else eo.PEER_NAMES.get(key)
+                if option is not None and option in eo.on(eo.TASK):
+                    what = f"{option!r} is an enqueue option" if option == key else f"the enqueue option is {option!r}"
+                    return key, f" ({what}, not an argument: task.with_options({option}=...).enqueue(...))"
+                return key, ""
+        return None, ""
 
     def call(self, payload: Any, ctx: Any) -> tuple[list[Any], dict[str, Any]]:
         """``(args, kwargs)`` to call the function with for a stored ``payload`` (module rules

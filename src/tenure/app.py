@@ -63,6 +63,16 @@ R_co = TypeVar("R_co", covariant=True)
 _QUEUE_TASK_OPTIONS = eo.names(eo.TASK) - eo.names(eo.ENQUEUE)
 
 
+_ENQUEUE = "tenure's is task.enqueue(*args, **kwargs)"
+_WITH_OPTIONS = "tenure's is task.with_options(delay=..., queue=...).enqueue(*args, **kwargs)"
+#: What Celery, RQ, Dramatiq and procrastinate call a task's enqueue, and tenure's spelling of it.
+_PEER_METHODS = {
+    "delay": _ENQUEUE, "send": _ENQUEUE, "defer": _ENQUEUE, "apply_async": _WITH_OPTIONS,
+    "send_with_options": _WITH_OPTIONS, "configure": _WITH_OPTIONS, "enqueue_in": _WITH_OPTIONS,
+    "enqueue_at": "tenure's is task.with_options(run_at=...).enqueue(*args, **kwargs)",
+}
+
+
 class Task(Generic[P, R]):
     """A function registered as a job kind. ``Task[P, R]``: ``enqueue`` takes the function's
     parameters ``P`` (a type checker flags a wrong one, as the call itself would raise TN1002) and
@@ -87,6 +97,13 @@ class Task(Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the function directly, in this process (no queue)."""
         return self.fn(*args, **kwargs)
+
+    if not TYPE_CHECKING:  # at run time only: a type checker flags these names by itself
+
+        def __getattr__(self, name: str) -> Any:
+            """An attribute a Task lacks; for another queue's method (Celery's ``delay``), tenure's."""
+            hint = _PEER_METHODS.get(name)
+            raise AttributeError(f"'Task' object has no attribute {name!r}" + (f" ({hint})" if hint else ""))
 
     def with_options(self, *, conn: Any = None, **options: Unpack[EnqueueOptions]) -> Task[P, R]:
         """The same task with other enqueue options (``delay``, ``priority``, ``queue``, ...: the

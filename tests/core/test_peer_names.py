@@ -66,3 +66,18 @@ def test_a_misspelt_argument_is_named_alone_in_the_details(app):
         send.enqueue(too="a@example.com")
     assert "has no parameter 'too' (did you mean 'to'?)" in str(caught.value)
     assert caught.value.details["argument"] == "too"   # was "'too' (did you mean 'to'?)"
+
+
+def test_celerys_delay_and_apply_async_name_tenures_enqueue(app):
+    @app.task(name="peer.add")
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    with pytest.raises(AttributeError, match=r"no attribute 'delay' \(tenure's is task.enqueue\(\*args"):
+        add.delay(1, 2)  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match=r"no attribute 'apply_async' \(tenure's is task.with_options\("):
+        add.apply_async((1, 2), countdown=5)  # type: ignore[attr-defined]
+    assert not hasattr(add, "delay")                  # a duck-typing probe still answers False
+    with pytest.raises(AttributeError, match=r"^'Task' object has no attribute 'nope'$"):
+        add.nope  # type: ignore[attr-defined]  # noqa: B018
+    assert sum(app.store.jobs.counts().values()) == 0

@@ -45,3 +45,47 @@ def test_queues_delete_refuses_live_jobs_then_force_deletes_them(cli):
     assert cli("queues", "delete", "imgs", "--force", "--yes", "--json").json() == {"queue": "imgs", "deleted_jobs": 2}
     assert "imgs" not in [q["name"] for q in cli("queues", "list", "--json").json()]
     assert "[TN3001] no queue named 'imgs'" in _one_line(cli("queues", "delete", "imgs", expect=1))
+
+
+TASKS = '''
+import tenure
+
+app = tenure.App("sqlite:///jobs.db")
+
+
+@app.task
+def send_email(to: str) -> dict:
+    return {"sent": to}
+'''
+
+SCRIPT = '''
+import pathlib
+
+import tenure
+
+pathlib.Path("ran").write_text("imported")
+app = tenure.App("sqlite:///jobs.db")
+'''
+
+
+@pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(("spec", "meant"), [
+    ("mytasks", "mytasks:app"),          # celery -A proj worker finds the app by itself
+    ("mytasks.py", "mytasks:app"),
+    ("proj/tasks.py", "proj.tasks:app"),
+])
+def test_an_app_spec_without_attribute_names_the_app_it_holds(cli, spec, meant):
+    (cli.cwd / "mytasks.py").write_text(TASKS)
+    (cli.cwd / "proj").mkdir()
+    (cli.cwd / "proj" / "__init__.py").write_text("")
+    (cli.cwd / "proj" / "tasks.py").write_text(TASKS)
+    line = _one_line(cli("worker", spec, expect=2))
+    assert f"expected module:attribute (e.g. myproject.tasks:app), got {spec!r}: did you mean {meant!r}?" in line
+
+
+@pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
+def test_the_hint_reads_the_module_and_never_runs_it(cli):
+    (cli.cwd / "script.py").write_text(SCRIPT)
+    line = _one_line(cli("worker", "script", expect=2))
+    assert "did you mean 'script:app'?" in line, line
+    assert not (cli.cwd / "ran").exists()

@@ -3,6 +3,7 @@ options, durations, opening the store, tables and JSON output."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
 import importlib
@@ -13,6 +14,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
@@ -298,12 +300,12 @@ def _need(obj: Any, attr: str, feature: str) -> Any:
 def load_app(spec: str) -> Any:
     """``module:attribute`` -> the App object, with its ``include`` modules (and those of
     ``$TENURE_INCLUDE``, which ``tenure worker --include`` sets) imported."""
-    if ":" not in spec:
-        raise click.BadParameter(f"expected module:attribute (e.g. myproject.tasks:app), got {spec!r}",
-                                 param_hint="APP")
-    module_name, attr = spec.split(":", 1)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    if ":" not in spec:
+        raise click.BadParameter(f"expected module:attribute (e.g. myproject.tasks:app), got {spec!r}"
+                                 + _app_spec_hint(spec), param_hint="APP")
+    module_name, attr = spec.split(":", 1)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -327,6 +329,34 @@ def load_app(spec: str) -> Any:
     except TenureError as exc:
         raise click.BadParameter(str(exc), param_hint="--include") from None
     return app
+
+
+def _app_spec_hint(spec: str) -> str:
+    """For an APP given without ``:attribute`` (``myapp``, ``myapp.py``, ``proj/tasks.py``), the
+    spec that names its App (``: did you mean 'myapp:app'?``) when the module's file, under the
+    current directory, assigns one ``tenure.App(...)`` at top level; empty otherwise. The file is
+    read, never imported: a hint must not run a script's side effects."""
+    module_name = (spec[:-3] if spec.endswith(".py") else spec).strip("/").replace("/", ".")
+    if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
+        return ""
+    base = Path.cwd().joinpath(*module_name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        apps = [target.id for node in tree.body if isinstance(node, ast.Assign) and _is_app_call(node.value)
+                for target in node.targets if isinstance(target, ast.Name)]
+        return f": did you mean {module_name + ':' + apps[0]!r}?" if len(apps) == 1 else ""
+    return ""
+
+
+def _is_app_call(node: ast.expr) -> bool:
+    """``App(...)`` or ``tenure.App(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Name) and func.id == "App") or (isinstance(func, ast.Attribute) and func.attr == "App")
 
 
 def included() -> list[str]:

@@ -89,3 +89,11 @@ def test_the_hint_reads_the_module_and_never_runs_it(cli):
     line = _one_line(cli("worker", "script", expect=2))
     assert "did you mean 'script:app'?" in line, line
     assert not (cli.cwd / "ran").exists()
+
+
+def test_runs_show_of_a_plain_job_says_it_has_no_workflow_nodes(cli):
+    """It printed 'version 1 ... identity ... legacy False' as if a flow run were there, empty."""
+    job_id = cli("enqueue", "email.send", "--payload", '{"to": "a@example.com"}').out.strip()
+    out = cli("runs", "show", job_id).out
+    assert f"no workflow nodes recorded for {job_id}: a plain job (not a flow run)" in out, out
+    assert cli("runs", "show", job_id, "--json").json()["nodes"] == []   # scripts see the same data as before

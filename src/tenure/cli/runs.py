@@ -60,6 +60,10 @@ def _print_run(data: Any) -> None:
     if head:
         print_table(["field", "value"], [(k, _short(v, 80)) for k, v in head])
     nodes = data.get("nodes")
+    if not nodes and data.get("identity") is None:
+        click.echo(f"no workflow nodes recorded for {data.get('job_id')}: a plain job (not a flow run), or a run "
+                   "whose checkpoints were pruned when it completed (its output is the result); "
+                   "tenure jobs show shows the job")
     if isinstance(nodes, list) and nodes and isinstance(nodes[0], dict):
         cols = [c for c in ("id", "task", "needs", "status", "generation", "value", "waiting")
                 if any(n.get(c) not in (None, []) or c in ("id", "status") for n in nodes)]

@@ -97,3 +97,14 @@ def test_runs_show_of_a_plain_job_says_it_has_no_workflow_nodes(cli):
     out = cli("runs", "show", job_id).out
     assert f"no workflow nodes recorded for {job_id}: a plain job (not a flow run)" in out, out
     assert cli("runs", "show", job_id, "--json").json()["nodes"] == []   # scripts see the same data as before
+
+
+def test_requeue_says_how_many_runs_a_requeued_job_has_left(cli):
+    """Attempts are kept (spec 10.14): a dead job requeued runs once more, then shows 'attempt 4 of
+    3'; the answer said only 'requeued ID'."""
+    job_id = cli("enqueue", "email.send", "--payload", "{}", "--max-attempts", "3").out.strip()
+    cli("jobs", "cancel", job_id)
+    out = cli("jobs", "requeue", job_id).out
+    assert out.strip() == (f"requeued {job_id}: pending now; 0 attempt(s) so far, max_attempts 3: "
+                           "3 more run(s) before it is dead (attempts are kept)"), out
+    assert cli("jobs", "requeue", job_id, "--json").json() == {"id": job_id, "requeued": False}

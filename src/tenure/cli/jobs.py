@@ -210,12 +210,17 @@ def jobs_requeue(job_id: str | None, url: str | None, state: str | None, kind: s
     store = open_store(url)
     try:
         changed = store.jobs.requeue(job_id)
+        job = store.jobs.get(job_id) if changed else None
     finally:
         _close(store)
     if as_json:
         emit_json({"id": job_id, "requeued": changed})
-    else:
+    elif job is None:
         click.echo(f"requeued {job_id}" if changed else f"{job_id} was already pending")
+    else:  # attempts are kept (spec 10.14): a dead job's next run shows as attempt 4 of 3
+        left = max(1, job.max_attempts - job.attempts)
+        click.echo(f"requeued {job_id}: pending now; {job.attempts} attempt(s) so far, max_attempts "
+                   f"{job.max_attempts}: {left} more run(s) before it is dead (attempts are kept)")
 
 
 @jobs.command("delete")

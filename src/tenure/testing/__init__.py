@@ -127,10 +127,14 @@ class DrainResult:
 
 
 def drain(target: Any, handlers: dict[str, Callable[..., Any]] | None = None, *, timeout: float = 30.0,
-          concurrency: int = 1, include_scheduled: bool = False, **worker_options: Any) -> DrainResult:
+          concurrency: int = 1, include_scheduled: bool = False, retry_now: bool = False,
+          **worker_options: Any) -> DrainResult:
     """Run queued jobs with a real worker until none is eligible now (or, with
     ``include_scheduled``, until none is waiting at all), then stop it. ``target`` is a Store (pass
-    ``handlers``) or an App (its tasks are the handlers). Raises TimeoutError after ``timeout``."""
+    ``handlers``) or an App (its tasks are the handlers). With ``retry_now``, a job that failed and
+    waits for its retry is requeued (``store.jobs.requeue``: pending now, attempts kept) instead
+    of waited for, so a test sees every retry up to ``max_attempts`` without sleeping through the
+    backoff. Raises TimeoutError after ``timeout``."""
     store = _store_of(target)
     if handlers is None:
         handlers = target.handlers()
@@ -138,18 +142,38 @@ def drain(target: Any, handlers: dict[str, Callable[..., Any]] | None = None, *,
     worker = store.jobs.create_worker(handlers, concurrency=concurrency, poll_interval=0.01,
                                       on_outcome=result.outcomes.append, maintenance=False, **worker_options)
     deadline = time.monotonic() + timeout
+    requeued: dict[str, int] = {}  # job id -> its attempts when retry_now requeued it
     with worker:
         while True:
             counts = store.jobs.counts()
             busy = worker.stats()["in_flight"] or counts["leased"]
             waiting = _eligible_now(store, set(handlers)) if not include_scheduled else \
                 counts["pending"] + counts["failed"]
+            if retry_now and not busy and not waiting:
+                waiting = _retry_now(store, set(handlers), requeued)
             if not busy and not waiting:
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"drain() gave up after {timeout}s: {counts}")
             time.sleep(0.005)
     return result
+
+
+def _retry_now(store: Store, kinds: set[str], requeued: dict[str, int]) -> int:
+    """Requeue every job of ``kinds`` waiting for its retry (recorded in ``requeued``), and answer
+    how many requeued jobs are not through yet: pending with the attempts they were requeued at (no
+    claim has taken them: the store's clock may stamp their run_at a hair after this host's, so
+    they are counted here rather than as eligible now), leased, or failed again since the pass
+    read them (the next pass requeues them). A requeued job that snoozed is not waited for."""
+    for job in enqueued(store, states=("failed",)):
+        if job.kind in kinds and store.jobs.requeue(job.id):
+            requeued[job.id] = job.attempts
+    waiting = 0
+    for job_id, attempts in requeued.items():
+        now = store.jobs.get(job_id)
+        if now is not None:
+            waiting += now.state in ("leased", "failed") or (now.state == "pending" and now.attempts == attempts)
+    return waiting
 
 
 def _eligible_now(store: Store, kinds: set[str]) -> int:

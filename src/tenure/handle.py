@@ -47,10 +47,23 @@ class Handle(Generic[R_co]):
             if job.state == "cancelled":
                 raise JobCancelled(f"job {self.id!r} was cancelled", job_id=self.id)
             if deadline is not None and time.monotonic() >= deadline:
-                raise ResultTimeout(f"job {self.id!r} is still {job.state} after {timeout} s", job_id=self.id)
+                raise ResultTimeout(f"job {self.id!r} is still {job.state} after {timeout} s{_why(self.store, job)}",
+                                    job_id=self.id)
             time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
             delay = min(delay * 1.5, 0.1)
 
     def cancel(self) -> bool:
         # A deduplicated enqueue (id None) is refused by cancel's own validation (InvalidType).
         return self.store.jobs.cancel(self.id)  # type: ignore[arg-type]
+
+
+def _why(store: Store, job: Job) -> str:
+    """``: <why a queued job has not run>`` for a timeout's message (tenure.kinds.why_waiting),
+    or empty; a failing read leaves the timeout as it was."""
+    from . import kinds
+
+    try:
+        why = kinds.why_waiting(store, job)
+    except Exception:  # noqa: BLE001 - only an explanation: the timeout stands on its own
+        return ""
+    return f": {why}" if why else ""

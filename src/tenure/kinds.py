@@ -33,16 +33,18 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .engine.rows import QueuedKindRow, WorkerRow
 from .maintenance import DEFAULT_WORKER_DEAD_AFTER_MS
 
 if TYPE_CHECKING:
+    from .records import Job
     from .store import Store
 
 __all__ = ["LIVE_MS", "KindsReport", "LiveWorker", "UnhandledKind", "UnservedQueue", "classify", "live_workers",
-           "near_misses", "parse_names", "read", "unhandled_at_enqueue", "unrunnable", "warn_unrunnable"]
+           "near_misses", "parse_names", "read", "unhandled_at_enqueue", "unrunnable", "warn_unrunnable", "why_waiting"]
 
 log = logging.getLogger("tenure.worker")
 
@@ -249,6 +251,35 @@ def unhandled_at_enqueue(store: Store, queue: str, kind: str, *, live_ms: int = 
         return None
     handled = {k for w in workers for k in (w.kinds or ())}
     return UnhandledKind(queue, kind, 1, now, 0, near_misses(kind, handled))
+
+
+def why_waiting(store: Store, job: Job, *, live_ms: int = LIVE_MS) -> str | None:
+    """Why a queued ``job`` (pending, or failed and waiting for its retry) has not run, from the
+    registries only (no scan of the queued rows): it waits on parents, it is due later, its queue
+    is paused, no live worker claims from its queue, or those that do lack its kind (naming near
+    misses). None when nothing here explains it: it is due and a live worker handles it."""
+    if job.state not in ("pending", "failed"):
+        return None
+    if job.waiting_on:
+        return f"it waits on {job.waiting_on} parent job(s) (store.jobs.dependencies)"
+    with store._session() as s:
+        now = store._now_or(s, store._now())
+        queues = s.insight_queues()
+        workers = live_workers(s.insight_workers(MAX_WORKERS_READ), now, live_ms)
+    if job.run_at > now:
+        at = datetime.fromtimestamp(job.run_at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        return f"it is due at {at} UTC" + (" (its retry)" if job.state == "failed" else "")
+    if any(q.name == job.queue and q.paused for q in queues):
+        return f"queue {job.queue!r} is paused (tenure queues resume {job.queue})"
+    letters = any(q.dead_letter == job.queue for q in queues)
+    serving = [w for w in workers if w.serves(job.queue, letters=letters)]
+    if not serving:
+        return f"no live worker claims from queue {job.queue!r}: start one (tenure worker module:app)"
+    if not any(w.handles(job.kind) for w in serving):
+        near = near_misses(job.kind, {k for w in serving for k in (w.kinds or ())})
+        hint = f"; did you mean {' or '.join(repr(k) for k in near)}?" if near else ""
+        return f"the live workers of queue {job.queue!r} do not handle kind {job.kind!r}{hint}"
+    return None
 
 
 def _age(ms: int) -> str:

@@ -139,7 +139,14 @@ class Signature(Canvas):
         if receive is None:
             payload: dict[str, Any] = sig.payload(self.args, self.kwargs)
         else:  # checked as called with the parents' result(s) first
-            payload = sig.payload((None, *self.args), self.kwargs)
+            try:
+                payload = sig.payload((None, *self.args), self.kwargs)
+            except InvalidType as exc:
+                if "argument" in exc.details:  # a keyword no parameter takes: the positions are not the matter
+                    raise
+                what = "the previous step's result" if receive == "result" else "the list of its parents' results"
+                raise InvalidType(f"{exc.message}; a step after another receives {what} as its first "
+                                  f"argument, before the {len(self.args)} given to .s()", **exc.details) from None
             payload = {"args": payload["args"][1:], "kwargs": payload["kwargs"], PARENTS_KEY: receive}
         job_id = new_job_id()
         spec: dict[str, Any] = {**self.task.options, **self.options, "kind": self.task.name, "payload": payload,

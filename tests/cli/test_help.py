@@ -37,3 +37,10 @@ def test_the_root_help_says_which_commands_take_json():
         options = {opt for p in cmd.params for opt in getattr(p, "opts", ())}
         assert "--url" in options, path
         assert ("--json" in options) == (path not in ("tenure worker", "tenure dashboard")), path
+
+
+def test_every_option_says_what_it_does():
+    """`tenure schedules add --help` listed --queue with no word on it; so did nine other options."""
+    blank = [f"{path} {param.opts[0]}" for path, cmd in _commands(main) if not isinstance(cmd, click.Group)
+             for param in cmd.params if isinstance(param, click.Option) and not param.hidden and not param.help]
+    assert blank == []

@@ -32,7 +32,8 @@ def is_loopback(host: str) -> bool:
 @main.command()
 @url_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=8350, show_default=True, type=click.IntRange(min=0, max=65535))
+@click.option("--port", default=8350, show_default=True, type=click.IntRange(min=0, max=65535),
+              help="TCP port to serve on (0: any free port).")
 @click.option("--token", envvar="TENURE_DASHBOARD_TOKEN", default=None, metavar="TOKEN",
               help="Require this token (Bearer, or the basic-auth password) for every page and action "
                    "[default: $TENURE_DASHBOARD_TOKEN]. Required when --host is not a loopback address.")

@@ -43,14 +43,15 @@ def _edge(d: Any, other: str) -> dict[str, Any]:
 
 @jobs.command("list")
 @url_option
-@click.option("--state", type=click.Choice(STATES), default=None)
-@click.option("--queue", default=None)
-@click.option("--kind", default=None)
+@click.option("--state", type=click.Choice(STATES), default=None, help="Only jobs in this state.")
+@click.option("--queue", default=None, help="Only jobs in this queue.")
+@click.option("--kind", default=None, help="Only jobs of this kind.")
 @click.option("--tag", default=None, help="Only jobs carrying this tag.")
 @click.option("--order", type=click.Choice(["newest", "oldest"]), default="newest", show_default=True,
               help="Newest first (tenure's ids are time-ordered), or oldest first.")
 @click.option("--after", default=None, metavar="JOB_ID", help="Continue after this id (keyset paging).")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1, max=10_000))
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1, max=10_000),
+              help="Jobs per page.")
 @json_option
 def jobs_list(url: str | None, state: str | None, queue: str | None, kind: str | None, tag: str | None,
               order: str, after: str | None, limit: int, as_json: bool) -> None:

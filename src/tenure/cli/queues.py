@@ -55,7 +55,8 @@ def _queue_options(fn: Callable) -> Callable:
     """The options ``create`` and ``update`` share: one flag per ``queue`` option of the table
     (docs/enqueue-options.md; tests/core/test_enqueue_options.py holds the two equal)."""
     for option in reversed([
-        click.option("--max-attempts", type=click.IntRange(min=1), default=None),
+        click.option("--max-attempts", type=click.IntRange(min=1), default=None,
+                     help="Attempts a job of the queue gets, the first one included."),
         _duration_option("--retry-delay", help="Delay before a retry"),
         click.option("--retry-backoff/--no-retry-backoff", default=None, help="Exponential backoff with jitter."),
         _duration_option("--retry-delay-max", help="Cap on the exponential retry delay"),
@@ -75,7 +76,8 @@ def _queue_options(fn: Callable) -> Callable:
                      help="round_robin: the claim rotates over group keys; 'none' clears."),
         click.option("--group-weight", "group_weights", multiple=True, metavar="KEY=WEIGHT",
                      help="Round-robin weight of a group key (repeat for several); 'none' clears them."),
-        click.option("--policy", default=None, type=click.Choice(list(POLICIES))),
+        click.option("--policy", default=None, type=click.Choice(list(POLICIES)),
+                     help="How many jobs of one singleton key the queue holds (docs/queues.md, Uniqueness)."),
     ]):
         fn = option(fn)
     return fn

@@ -66,9 +66,9 @@ def schedules_list(url: str | None, as_json: bool) -> None:
 @click.argument("cron")
 @click.argument("kind")
 @url_option
-@click.option("--payload", default=None, metavar="JSON")
+@click.option("--payload", default=None, metavar="JSON", help="The payload of each job it enqueues.")
 @click.option("--tz", default="UTC", show_default=True, help="IANA time zone the cron is read in.")
-@click.option("--queue", default=None)
+@click.option("--queue", default=None, help="The queue of each job it enqueues (default: the default queue).")
 @click.option("--key", default="", help="A sub-key: several schedules may share a NAME with different keys.")
 @json_option
 def schedules_add(name: str, cron: str, kind: str, url: str | None, payload: str | None, tz: str,

@@ -108,3 +108,16 @@ def test_requeue_says_how_many_runs_a_requeued_job_has_left(cli):
     assert out.strip() == (f"requeued {job_id}: pending now; 0 attempt(s) so far, max_attempts 3: "
                            "3 more run(s) before it is dead (attempts are kept)"), out
     assert cli("jobs", "requeue", job_id, "--json").json() == {"id": job_id, "requeued": False}
+
+
+def test_schedules_add_of_an_existing_name_says_it_replaced_it(cli):
+    """The name is a schedule's identity: a second `add nightly` for another job replaced the first
+    one silently ('schedule nightly added' both times)."""
+    assert cli("schedules", "add", "nightly", "0 3 * * *", "reports.build").out.strip() == \
+        "schedule nightly added (0 3 * * * UTC -> reports.build)"
+    assert cli("schedules", "add", "nightly", "0 3 * * *", "reports.build").out.strip() == \
+        "schedule nightly unchanged (0 3 * * * UTC -> reports.build)"
+    out = cli("schedules", "add", "nightly", "0 4 * * *", "billing.run", "--payload", '{"day": 1}').out.strip()
+    assert out == ("schedule nightly replaced: now 0 4 * * * UTC -> billing.run "
+                   "(was 0 3 * * * UTC -> reports.build, another payload)"), out
+    assert [s["kind"] for s in cli("schedules", "list", "--json").json()] == ["billing.run"]

@@ -79,13 +79,20 @@ def schedules_add(name: str, cron: str, kind: str, url: str | None, payload: str
     store = open_store(url)
     try:
         registry = _need(store, "schedules", "schedules (store.schedules)")
+        before = registry.get(name, key=key)
         result = registry.add(name, cron, kind, body, tz=tz, queue=queue, key=key)
     finally:
         _close(store)
     if as_json:
         emit_json(_schedule_dict(result) if result is not None else {"name": name})
-    else:
+        return
+    if before is None:
         click.echo(f"schedule {name} added ({cron} {tz} -> {kind})")
+    elif (before.cron, before.tz, before.kind, before.payload, before.queue) == (cron, tz, kind, body, queue):
+        click.echo(f"schedule {name} unchanged ({cron} {tz} -> {kind})")
+    else:  # the name is the schedule's identity: a second `add` of it replaces the first
+        click.echo(f"schedule {name} replaced: now {cron} {tz} -> {kind} (was {before.cron} {before.tz} -> "
+                   f"{before.kind}{'' if before.payload == body else ', another payload'})")
 
 
 @schedules.command("remove")

@@ -121,3 +121,14 @@ def test_schedules_add_of_an_existing_name_says_it_replaced_it(cli):
     assert out == ("schedule nightly replaced: now 0 4 * * * UTC -> billing.run "
                    "(was 0 3 * * * UTC -> reports.build, another payload)"), out
     assert [s["kind"] for s in cli("schedules", "list", "--json").json()] == ["billing.run"]
+
+
+def test_worker_max_jobs_settles_that_many_then_exits(cli, engine_url):
+    """`tenure worker APP --max-jobs N` (App.run_worker's max_jobs): it was refused with 'did you
+    mean --max-jobs-per-process?', which recycles processes and never stops."""
+    (cli.cwd / "mytasks.py").write_text(TASKS.replace('"sqlite:///jobs.db"', repr(engine_url)))
+    for n in range(3):
+        cli("enqueue", "mytasks.send_email", "--payload", f'{{"to": "u{n}@example.com"}}')
+    cli("worker", "mytasks:app", "--max-jobs", "2", timeout=60)
+    counts = cli("stats", "--json").json()["counts"]
+    assert (counts["done"], counts["pending"]) == (2, 1), counts

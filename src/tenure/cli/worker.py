@@ -104,11 +104,13 @@ _HELP = {
              "another claims it; renewed at a third of it while the job runs (e.g. 10s, 2m).",
     "stop_grace": "How long handlers get to wind up on a stop, and after a timeout or cancellation before they "
                   "count as zombie slots (default 5s).",
+    "max_jobs": "Stop after this many jobs have settled, then exit 0 (a one-process worker for a script or a "
+                "cron job, like rq's --burst for a known count; --processes recycles with --max-jobs-per-process).",
     "zombie_share": "Exit with status 75 (to be replaced) once handlers that outlived their timeout or "
                     "cancellation hold this share of the slots (default 0.5).",
 }
-#: Worker options the command line spells its own way (--max-jobs-per-process).
-_NOT_FLAGS = {"max_jobs"}
+#: Worker options the command line does not take as flags.
+_NOT_FLAGS: set[str] = set()
 
 
 class _WorkerOption(click.ParamType):

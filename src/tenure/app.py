@@ -550,8 +550,9 @@ class App:
         try:
             worker.start()
             try:
-                log.info("tenure worker started: store=%s queues=%s kinds=%s concurrency=%d lease=%gs "
-                         "owner=%s%s", self.store, ",".join(worker.queues or ["*"]), ",".join(worker.kinds),
+                log.info("tenure worker started: store=%s%s queues=%s kinds=%s concurrency=%d lease=%gs "
+                         "owner=%s%s", self.store, _sqlite_file(self.store), ",".join(worker.queues or ["*"]),
+                         ",".join(worker.kinds),
                          concurrency, worker.lease_ms / 1000, worker.owner,
                          "" if max_jobs is None else f" max_jobs={max_jobs}")
                 warn_unrunnable(self.store, worker.queues, worker.kinds)  # docs/operations.md#unhandled-kinds
@@ -583,3 +584,13 @@ class App:
                 os._exit(130)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def _sqlite_file(store: Store) -> str:
+    """`` file=/abs/path`` for a SQLite store opened by a relative path (``sqlite:///tenure.db``, the
+    default), else empty: a worker started in another directory than the code that enqueues opens
+    another file, and its jobs never arrive; the banner says which file this worker reads."""
+    path = getattr(store.engine, "path", None)
+    if store.engine.dialect != "sqlite" or not isinstance(path, str) or path == ":memory:" or os.path.isabs(path):
+        return ""
+    return f" file={os.path.abspath(path)}"

@@ -308,8 +308,23 @@ class CompositionHandle:
                 raise self._cause(exc) from None
             except ResultTimeout:
                 raise ResultTimeout(f"the composition of {len(self.ids)} jobs has not finished after {timeout} s "
-                                    f"(final step {h.id!r})", job_id=h.id) from None
+                                    f"(final step {h.id!r}){self._stuck()}", job_id=h.id) from None
         return out if self._many else out[0]
+
+    def _stuck(self) -> str:
+        """``: step <id> (<kind>) <why>`` for the first queued step no parent holds back that has
+        not run (tenure.kinds.why_waiting), or empty: what a timeout's reader wants to know."""
+        from . import kinds
+
+        try:
+            for job_id in self.ids:
+                job = self.store.jobs.get(job_id)
+                if job is not None and job.state in ("pending", "failed") and not job.waiting_on:
+                    why = kinds.why_waiting(self.store, job)
+                    return f": step {job.id!r} ({job.kind}): {why}" if why else ""
+        except Exception:  # noqa: BLE001 - only an explanation: the timeout stands on its own
+            return ""
+        return ""
 
     def _cause(self, exc: JobDead | JobCancelled) -> JobDead | JobCancelled:
         """The failure to report: the first step (parents first) that ended dead, else ``exc``."""

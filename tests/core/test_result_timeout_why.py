@@ -59,3 +59,25 @@ def test_a_result_timeout_says_why_the_job_has_not_run(engine_url):
             runner.join()
         other.store.close()
         app.store.close()
+
+
+def test_a_composition_timeout_names_the_step_that_has_not_run_and_why(engine_url):
+    app = tenure.App(engine_url)
+
+    @app.task(queue="pages", name="page.fetch")
+    def fetch(url: str) -> str:
+        return url
+
+    @app.task(queue="pages", name="page.measure")
+    def measure(page: str) -> int:
+        return len(page)
+
+    try:
+        handle = tenure.chain(fetch.s("example.org"), measure.s()).enqueue()
+        with pytest.raises(ResultTimeout) as caught:
+            handle.result(timeout=0.01)
+        assert str(caught.value).endswith(
+            f"(final step {handle.final[0]!r}): step {handle.ids[0]!r} (page.fetch): no live worker claims "
+            "from queue 'pages': start one (tenure worker module:app)")
+    finally:
+        app.store.close()

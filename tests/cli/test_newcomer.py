@@ -150,3 +150,15 @@ def test_ctrl_c_ends_stats_watch_quietly(cli):
         proc.kill()
     assert proc.returncode == 0, (proc.returncode, err)
     assert "aborted" not in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(("peer", "ours"), [("retryable", "failed"), ("completed", "done"), ("queued", "pending"),
+                                            ("discarded", "dead"), ("started", "leased")])
+def test_another_queues_state_name_suggests_tenures(cli, peer, ours):
+    """Oban's 'retryable', RQ's 'queued', Celery's 'started' were refused with the list of states
+    only; the list is kept, with tenure's name for the one meant first."""
+    line = _one_line(cli("jobs", "list", "--state", peer, expect=2))
+    assert f"'{peer}' is not a tenure job state (did you mean '{ours}'?); the states are pending, leased" in line
+    line = _one_line(cli("jobs", "requeue", "--state", peer, expect=2))
+    assert f"(did you mean '{ours}'?)" in line

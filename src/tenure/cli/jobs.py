@@ -25,6 +25,27 @@ from .common import (
     url_option,
 )
 
+#: What Celery, RQ, Sidekiq and Oban call a job state, and tenure's name for it.
+PEER_STATES = {
+    "queued": "pending", "available": "pending", "scheduled": "pending", "waiting": "pending",
+    "enqueued": "pending", "deferred": "pending", "started": "leased", "running": "leased",
+    "executing": "leased", "active": "leased", "retryable": "failed", "retry": "failed", "retrying": "failed",
+    "discarded": "dead", "dead_letter": "dead", "failure": "dead", "completed": "done", "success": "done",
+    "finished": "done", "succeeded": "done", "canceled": "cancelled", "revoked": "cancelled",
+}
+
+
+class StateChoice(click.Choice):
+    """A job state; another queue's name for one (``retryable``, ``completed``) is refused with
+    tenure's (``did you mean 'failed'?``), as a misspelt one is by click."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        ours = PEER_STATES.get(str(value).lower())
+        if ours is not None and str(value) not in self.choices:
+            self.fail(f"{value!r} is not a tenure job state (did you mean {ours!r}?); the states are "
+                      f"{', '.join(STATES)}", param, ctx)
+        return super().convert(value, param, ctx)
+
 
 @main.group(cls=Commands)
 def jobs() -> None:
@@ -43,7 +64,7 @@ def _edge(d: Any, other: str) -> dict[str, Any]:
 
 @jobs.command("list")
 @url_option
-@click.option("--state", type=click.Choice(STATES), default=None, help="Only jobs in this state.")
+@click.option("--state", type=StateChoice(STATES), default=None, help="Only jobs in this state.")
 @click.option("--queue", default=None, help="Only jobs in this queue.")
 @click.option("--kind", default=None, help="Only jobs of this kind.")
 @click.option("--tag", default=None, help="Only jobs carrying this tag.")
@@ -136,7 +157,7 @@ def jobs_show(job_id: str, url: str | None, as_json: bool) -> None:
 def _bulk_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The filter options of the bulk forms of jobs cancel / requeue / delete (tenure.cli.bulk)."""
     for opt in reversed([
-        click.option("--state", type=click.Choice(STATES), default=None, help="Only jobs in this state."),
+        click.option("--state", type=StateChoice(STATES), default=None, help="Only jobs in this state."),
         click.option("--kind", default=None, help="Only jobs of this kind."),
         click.option("--queue", default=None, help="Only jobs in this queue."),
         click.option("--tag", default=None, help="Only jobs carrying this tag."),

@@ -162,3 +162,11 @@ def test_another_queues_state_name_suggests_tenures(cli, peer, ours):
     assert f"'{peer}' is not a tenure job state (did you mean '{ours}'?); the states are pending, leased" in line
     line = _one_line(cli("jobs", "requeue", "--state", peer, expect=2))
     assert f"(did you mean '{ours}'?)" in line
+
+
+@pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
+def test_worker_max_jobs_with_processes_is_a_cli_usage_error(cli):
+    """It was refused in the supervisor's Python spelling ('max_jobs_per_process=, not max_jobs=')."""
+    (cli.cwd / "mytasks.py").write_text(TASKS)
+    line = _one_line(cli("worker", "mytasks:app", "--max-jobs", "2", "--processes", "2", expect=2))
+    assert "--max-jobs stops a one-process worker; under --processes or --max-jobs-per-process" in line, line

@@ -141,6 +141,14 @@ def _worker_flags(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _one_process_only(config: WorkerConfig) -> None:
+    """Refuse --max-jobs under the supervisor, in the command line's words (the supervisor's own
+    refusal speaks Python: ``max_jobs_per_process=``)."""
+    if config.max_jobs is not None:
+        raise click.UsageError("--max-jobs stops a one-process worker; under --processes or --max-jobs-per-process "
+                               "(which recycles each child after that many jobs) it has no meaning")
+
+
 @main.command()
 @click.argument("app_spec", metavar="APP")
 @url_option
@@ -190,6 +198,7 @@ def worker(app_spec: str, url: str | None, processes: int, max_jobs_per_process:
     if url:
         _remember_secret(url)
     if processes > 1 or max_jobs_per_process is not None:
+        _one_process_only(config)
         try:
             from ..supervisor import run_supervisor
         except ImportError:

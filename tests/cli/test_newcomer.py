@@ -134,23 +134,6 @@ def test_worker_max_jobs_settles_that_many_then_exits(cli, engine_url):
     assert (counts["done"], counts["pending"]) == (2, 1), counts
 
 
-def test_ctrl_c_ends_stats_watch_quietly(cli):
-    """Ctrl-C is how a watch ends (as with watch(1) or top): it printed 'tenure: aborted' and
-    exited 130, as if something had gone wrong."""
-    import signal
-    import subprocess
-
-    proc = subprocess.Popen([cli.bin, "stats", "--watch", "--interval", "0.1", "--url", cli.url], cwd=cli.cwd,
-                            env=cli.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().startswith("store ")  # the first refresh is out
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, (proc.returncode, err)
-    assert "aborted" not in err and "Traceback" not in err, err
-
 
 @pytest.mark.parametrize("engine_url", ["sqlite"], indirect=True)
 @pytest.mark.parametrize(("peer", "ours"), [("retryable", "failed"), ("completed", "done"), ("queued", "pending"),

@@ -87,37 +87,28 @@ def stats(url: str | None, watch: bool, interval: float, iterations: int | None,
             data = _stats_data(insights)
             emit_json(data) if as_json else click.echo(_stats_text(data))
             return
-        try:  # Ctrl-C is how a watch ends (as watch(1) and top do): exit 0, not "tenure: aborted"
-            _watch(insights, interval, iterations, as_json)
-        except KeyboardInterrupt:
-            pass
+        console = None if as_json else _rich_console()
+        n = 0
+        if console is not None:
+            from rich.live import Live
+            from rich.text import Text
+
+            with Live(Text(_stats_text(_stats_data(insights))), console=console, auto_refresh=False) as live:
+                n = 1
+                while iterations is None or n < iterations:
+                    time.sleep(interval)
+                    live.update(Text(_stats_text(_stats_data(insights))), refresh=True)
+                    n += 1
+            return
+        while iterations is None or n < iterations:
+            if n:
+                time.sleep(interval)
+            data = _stats_data(insights)
+            if as_json:
+                emit_json(data)  # one JSON document per line
+            else:
+                click.echo(_stats_text(data) + "\n")
+            sys.stdout.flush()
+            n += 1
     finally:
         _close(store)
-
-
-def _watch(insights: Any, interval: float, iterations: int | None, as_json: bool) -> None:
-    """Print the stats every ``interval`` seconds (a live view on a terminal with rich) until
-    interrupted, or ``iterations`` times."""
-    console = None if as_json else _rich_console()
-    n = 0
-    if console is not None:
-        from rich.live import Live
-        from rich.text import Text
-
-        with Live(Text(_stats_text(_stats_data(insights))), console=console, auto_refresh=False) as live:
-            n = 1
-            while iterations is None or n < iterations:
-                time.sleep(interval)
-                live.update(Text(_stats_text(_stats_data(insights))), refresh=True)
-                n += 1
-        return
-    while iterations is None or n < iterations:
-        if n:
-            time.sleep(interval)
-        data = _stats_data(insights)
-        if as_json:
-            emit_json(data)  # one JSON document per line
-        else:
-            click.echo(_stats_text(data) + "\n")
-        sys.stdout.flush()
-        n += 1

@@ -90,6 +90,9 @@ MAX_BATCHES_PER_PASS = 10
 #: A sweep that hit its batch cap comes back this soon (seconds) instead of at its cadence.
 BACKLOG_INTERVAL = 1.0
 DEFAULT_VACUUM_INTERVAL = 30.0
+#: The backstop's cap on dead tuples in tenure_jobs, whatever autovacuum's fraction says (why
+#: this value: docs/maintenance.md, "The row cap"; :mod:`tenure.table_care` applies it).
+DEFAULT_VACUUM_MAX_DEAD = 1_000_000
 EXPIRED_ERROR = "expired: not started within retention"
 _REPEAT_WARNING = 60.0
 #: How long release() lets a duty in flight finish before it cuts it (seconds).
@@ -137,6 +140,9 @@ class MaintenanceConfig:
     sweeps: bool = True
     #: PostgreSQL: vacuum the jobs table when autovacuum leaves too many dead tuples (leader).
     vacuum: bool = True
+    #: PostgreSQL: the most dead tuples the backstop lets the jobs table hold (None: no cap).
+    vacuum_max_dead: int | None = DEFAULT_VACUUM_MAX_DEAD
+
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         for f in _INTERVALS:
@@ -145,8 +151,9 @@ class MaintenanceConfig:
             set_(self, f, durations.seconds(getattr(self, f), f, minimum=0.1))
         set_(self, "misfire_grace", durations.seconds(self.misfire_grace, "misfire_grace"))
         set_(self, "delete_after", durations.optional_seconds(self.delete_after, "delete_after"))
-        for f, lo in (("batch_size", 1), ("max_batches", 1)):
-            val = getattr(self, f)
+        for f, lo in (("batch_size", 1), ("max_batches", 1), ("vacuum_max_dead", 1)):
+            if (val := getattr(self, f)) is None and f == "vacuum_max_dead":
+                continue
             if isinstance(val, bool) or not isinstance(val, int):
                 raise InvalidType(f"{f} must be an integer, got {val!r}")
             if val < lo:
@@ -443,7 +450,7 @@ class Maintainer:
             elif care.too_soon(now, self._config.vacuum_interval):
                 return False
             else:
-                action, why = health_of(stats).due()
+                action, why = health_of(stats, self._config.vacuum_max_dead).due()
                 if action is None:
                     return False
             log.info("%s tenure_jobs: %s", "vacuuming" if action == "vacuum" else "analyzing", why)

@@ -8,9 +8,14 @@ falls behind, the leader does the same work itself (:meth:`tenure.maintenance.Ma
 
 * **off**: it applies autovacuum's own rule with the table's own settings (threshold + scale
   factor x live rows, for dead tuples, for inserts since the last vacuum, and for rows changed
-  since the last analyze), so the table gets what autovacuum would have given it;
-* **on**: it acts only when the table is :data:`BEHIND_FACTOR` times past those same triggers
-  (autovacuum is falling behind a hot queue), so it never competes with a healthy autovacuum.
+  since the last analyze), so the table gets what autovacuum would have given it -- except that
+  the dead-tuple trigger never exceeds a row cap (``vacuum_max_dead`` of the maintenance config,
+  :data:`tenure.maintenance.DEFAULT_VACUUM_MAX_DEAD`): a fraction of a 100 000 000-row table is
+  millions of dead rows, every one of them walked by claims and kept from reuse until a vacuum
+  (PostgreSQL 18's ``autovacuum_vacuum_max_threshold`` is the same idea for autovacuum);
+* **on**: it acts only when the table is :data:`BEHIND_FACTOR` times past those same (capped)
+  triggers (autovacuum is falling behind a hot queue), so it never competes with a healthy
+  autovacuum.
 
 A vacuum (``VACUUM (ANALYZE, INDEX_CLEANUP ON, TRUNCATE false)``, which also analyzes, cleans the
 indexes even of a large table with few dead rows, and never takes the ACCESS EXCLUSIVE lock of a
@@ -60,6 +65,9 @@ class TableHealth:
     #: True when autovacuum would process this table (server setting and table parameter).
     autovacuum: bool
     settings: dict[str, float]
+    #: The most dead tuples the dead-tuple trigger ever asks for, whatever the live rows (None:
+    #: no cap, autovacuum's fraction alone).
+    max_dead: int | None = None
 
     def _trigger(self, name: str) -> float:
         s = self.settings
@@ -68,12 +76,15 @@ class TableHealth:
     def due(self) -> tuple[Action | None, str]:
         """The action this table needs now (None: none) and why, in words for the log."""
         factor = 1 if not self.autovacuum else BEHIND_FACTOR
-        vacuum = self._trigger("vacuum") * factor
+        trigger, cap = self._trigger("vacuum"), self.max_dead
+        capped = cap is not None and cap < trigger
+        vacuum = (min(trigger, cap) if cap is not None else trigger) * factor
         insert = self._trigger("vacuum_insert") * factor
         analyze = self._trigger("analyze") * factor
         mode = "autovacuum off" if not self.autovacuum else f"autovacuum {factor}x behind"
         if self.dead > vacuum:
-            return "vacuum", f"{self.dead} dead tuples for {self.live} live (> {vacuum:.0f}, {mode})"
+            why = f"the cap of {cap} dead tuples, " if capped else ""
+            return "vacuum", f"{self.dead} dead tuples for {self.live} live (> {vacuum:.0f}, {why}{mode})"
         if self.settings["autovacuum_vacuum_insert_threshold"] >= 0 and self.inserted > insert:  # -1: off
             return "vacuum", f"{self.inserted} rows inserted since the last vacuum (> {insert:.0f}, {mode})"
         if self.modified > analyze:
@@ -81,15 +92,16 @@ class TableHealth:
         return None, "healthy"
 
 
-def health_from(row: tuple, reloptions: list[str] | None) -> TableHealth:
+def health_from(row: tuple, reloptions: list[str] | None, max_dead: int | None = None) -> TableHealth:
     """:func:`health_of` the statistics ``(dead, live, inserted, modified, autovacuum_on,
     {setting: value})`` and the table's ``reloptions`` (``name=value`` texts)."""
     dead, live, inserted, modified, server_on, server = row
-    return health_of(TableStats(dead, live, inserted, modified, server_on, server, reloptions))
+    return health_of(TableStats(dead, live, inserted, modified, server_on, server, reloptions), max_dead)
 
 
-def health_of(stats: TableStats) -> TableHealth:
-    """Build a :class:`TableHealth` from the jobs table's statistics (``Session.jobs_table_stats``)."""
+def health_of(stats: TableStats, max_dead: int | None = None) -> TableHealth:
+    """Build a :class:`TableHealth` from the jobs table's statistics (``Session.jobs_table_stats``),
+    its dead-tuple trigger capped at ``max_dead`` (None: no cap)."""
     settings = dict(DEFAULTS)
     settings.update({k: float(v) for k, v in stats.settings.items() if k in DEFAULTS and v is not None})
     enabled = True
@@ -100,7 +112,7 @@ def health_of(stats: TableStats) -> TableHealth:
         elif name == "autovacuum_enabled":
             enabled = value.lower() in ("true", "on", "1", "yes")
     return TableHealth(int(stats.dead or 0), int(stats.live or 0), int(stats.inserted or 0),
-                       int(stats.modified or 0), bool(stats.autovacuum_on) and enabled, settings)
+                       int(stats.modified or 0), bool(stats.autovacuum_on) and enabled, settings, max_dead)
 
 
 class TableCare:

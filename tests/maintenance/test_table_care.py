@@ -65,6 +65,42 @@ def test_server_settings_apply_where_the_table_sets_none():
     assert set(h.settings) == set(DEFAULTS)
 
 
+def test_a_row_cap_bounds_the_dead_tuple_trigger_of_a_large_table():
+    """At 100 000 000 live rows autovacuum's 2 % is 2 000 000 dead tuples: the cap vacuums at
+    1 000 000 whatever the fraction, and ten times that with autovacuum on. Below the cap the
+    fraction decides, as before."""
+    live, cap = 100_000_000, 1_000_000
+    big = lambda dead, **kw: health(dead=dead, live=live, **kw)  # noqa: E731
+    assert big(1_500_000).due()[0] is None  # no cap: autovacuum's 50 + 2 % = 2 000 050
+    assert health_from((1_000_000, live, 0, 0, False, {}), MIGRATED, cap).due()[0] is None
+    assert health_from((1_000_001, live, 0, 0, False, {}), MIGRATED, cap).due() == (
+        "vacuum", "1000001 dead tuples for 100000000 live (> 1000000, the cap of 1000000 dead tuples, "
+        "autovacuum off)")
+    on = health_from((10_000_001, live, 0, 0, True, {}), MIGRATED, cap)
+    assert on.due()[0] == "vacuum" and "autovacuum 10x behind" in on.due()[1]
+    assert health_from((10_000_000, live, 0, 0, True, {}), MIGRATED, cap).due()[0] is None
+    # A small table: the fraction is below the cap and alone decides (the message names no cap).
+    assert health_from((251, 10_000, 0, 0, False, {}), MIGRATED, cap).due() == (
+        "vacuum", "251 dead tuples for 10000 live (> 250, autovacuum off)")
+    assert health_from((250, 10_000, 0, 0, False, {}), MIGRATED, cap).due()[0] is None
+    # The cap is on dead tuples only: the insert and analyze rules keep their fractions.
+    assert health_from((0, live, 1_500_000, 1_500_000, False, {}), MIGRATED, cap).due()[0] is None
+
+
+def test_the_cap_is_configured_with_the_other_maintenance_settings():
+    from tenure.errors import InvalidArgument, InvalidType
+    from tenure.maintenance import DEFAULT_VACUUM_MAX_DEAD, MaintenanceConfig
+
+    assert MaintenanceConfig().vacuum_max_dead == DEFAULT_VACUUM_MAX_DEAD == 1_000_000
+    assert MaintenanceConfig(vacuum_max_dead=None).vacuum_max_dead is None
+    assert MaintenanceConfig(vacuum_max_dead=5).vacuum_max_dead == 5
+    with pytest.raises(InvalidArgument, match="vacuum_max_dead must be >= 1"):
+        MaintenanceConfig(vacuum_max_dead=0)
+    for bad in (True, 1.5, "10"):
+        with pytest.raises(InvalidType, match="vacuum_max_dead must be an integer"):
+            MaintenanceConfig(vacuum_max_dead=bad)
+
+
 # -- SQLite: nothing to tend ---------------------------------------------------------------------------
 
 
@@ -146,6 +182,29 @@ def test_postgres_vacuums_when_dead_tuples_pile_up_at_most_once_per_interval(pg_
     assert m.vacuum_jobs() is False and m.stats()["vacuums"] == 2
     clock.advance(1)
     assert m.vacuum_jobs() is True and m.stats()["vacuums"] == 3
+
+
+def test_postgres_the_backstop_vacuums_at_the_row_cap_whatever_the_fraction(pg_store, raw, clock, caplog):
+    """With the cap configured below autovacuum's own trigger (50 + 2 % of the live rows), the
+    backstop vacuums as the dead tuples pass the cap, and says so."""
+    store, m = pg_store, pg_store.maintenance
+    with raw.transaction():
+        store.jobs.enqueue_many([{"kind": "k"} for _ in range(20_000)], conn=raw)  # 50 + 2 %: 450
+    raw.execute("SELECT pg_stat_force_next_flush()")  # counted before the vacuum resets the counts
+    raw.execute("SELECT 1")
+    until(store, lambda h: h.inserted >= 20_000)
+    assert m.vacuum_jobs(force=True) is True
+    clock.advance(60_000)
+    raw.execute("DELETE FROM tenure_jobs WHERE id IN (SELECT id FROM tenure_jobs ORDER BY id LIMIT 300)")
+    raw.execute("SELECT pg_stat_force_next_flush()")
+    raw.execute("SELECT 1")
+    h = until(store, lambda h: h.dead >= 300 and h.live <= 19_700)
+    assert h.due()[0] is None, (h, h.due())  # autovacuum's own rule: not yet
+    m.configure(vacuum_max_dead=299)
+    with caplog.at_level("INFO", logger="tenure.maintenance"):
+        assert m.vacuum_jobs() is True
+    assert any("the cap of 299 dead tuples, autovacuum off" in r.getMessage() for r in caplog.records)
+    assert until(store, lambda h: h.dead == 0).dead == 0
 
 
 def test_postgres_analyzes_after_a_burst_of_enqueues_and_reports_it(pg_store, raw, clock):

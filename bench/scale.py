@@ -27,7 +27,9 @@ cost at 10 000 000 pending jobs against 10 000, and whether retention at that si
   ``pg_wal`` peak) and the free space, which must stay above ``--min-free-gb`` or the run stops
   and drops its schemas. ``--nice`` renices (19) and ionices (idle) this process and its
   generating backend: the machine is shared.
-* ``--retention N`` (deepest depth): N pending jobs made settled 8 days ago (setup), then
+* ``--retention N`` (deepest depth): N pending jobs made settled 8 days ago (setup; with
+  ``--retention-own`` each with a ``delete_after`` of its own, 1 day: the custom horizon's walk,
+  all N tied at one horizon), then
   ``store.maintenance.delete_settled(drain=True)`` (batches of 1000) and ``vacuum_jobs()`` (the
   backstop decides), then N jobs enqueued again: the heap's and the relation's size after each step.
 * Verified in the store before the retention step: every claimed job done exactly once, every other
@@ -243,7 +245,7 @@ def _backstop_vacuum() -> str:
     return JOBS_VACUUM
 
 
-def _retention(base: str, schema: str, n: int) -> dict[str, Any]:
+def _retention(base: str, schema: str, n: int, own: bool = False) -> dict[str, Any]:
     with _raw(base, schema) as conn, tenure.connect(f"{base}?schema={schema}") as st:
         def size() -> list[int]:
             return list(conn.execute("SELECT pg_relation_size('tenure_jobs'), "
@@ -252,9 +254,10 @@ def _retention(base: str, schema: str, n: int) -> dict[str, Any]:
         old = int(time.time() * 1000) - 8 * 86_400_000
         # The first pending jobs in claim order (its index; by id, the walk would cross every
         # finished row of a --history table first).
-        conn.execute("UPDATE tenure_jobs SET state = 'done', updated_at = %s WHERE id IN (SELECT id FROM "
-                     "tenure_jobs WHERE state IN ('pending', 'failed') AND waiting_on = 0 "
-                     "ORDER BY priority DESC, run_at, created_at, id LIMIT %s)", (old, n))
+        # --retention-own: each with a delete_after of its own (1 day), the custom horizon's walk.
+        conn.execute("UPDATE tenure_jobs SET state = 'done', updated_at = %s, delete_after_ms = %s WHERE id IN "
+                     "(SELECT id FROM tenure_jobs WHERE state IN ('pending', 'failed') AND waiting_on = 0 "
+                     "ORDER BY priority DESC, run_at, created_at, id LIMIT %s)", (old, 86_400_000 if own else None, n))
         conn.execute(_backstop_vacuum())
         before = size()
         m = st.maintenance
@@ -267,7 +270,7 @@ def _retention(base: str, schema: str, n: int) -> dict[str, Any]:
         after_delete = size()
         fill(st, deleted)
         refilled = size()
-    return {"settled": n, "deleted": deleted, "delete_s": round(del_s, 1),
+    return {"settled": n, "own_horizon": own, "deleted": deleted, "delete_s": round(del_s, 1),
             "delete_rows_per_s": round(deleted / del_s) if del_s else None, "backstop_vacuumed": vacuumed,
             "vacuum_s": round(vac_s, 1), "bytes_before": before, "bytes_after_delete_vacuum": after_delete,
             "bytes_after_refill": refilled,
@@ -287,7 +290,8 @@ class _PrimaryKeyDistinct:
 
 
 def run(base: str, depths: list[int], rounds: int, ops: int, retention: int, exact_overview: bool,
-        keep: bool, log: Any = print, history: int = 0, gen: Generation | None = None) -> dict[str, Any]:
+        keep: bool, log: Any = print, history: int = 0, gen: Generation | None = None,
+        retention_own: bool = False) -> dict[str, Any]:
     """Run the measurements described in the module docstring; answers the report."""
     target = PostgresTarget(base)  # refuses the test suites' databases; one run per database
     schemas = {d: f"scale_{d}" for d in depths}
@@ -335,7 +339,7 @@ def run(base: str, depths: list[int], rounds: int, ops: int, retention: int, exa
                                     default=str))
         if retention:
             log(f"retention: {retention:,} settled jobs at depth {depths[-1]:,} ...")
-            out["retention"] = _retention(base, schemas[depths[-1]], retention)
+            out["retention"] = _retention(base, schemas[depths[-1]], retention, retention_own)
     finally:
         if not keep:
             with _raw(base, "public") as conn:
@@ -355,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--ops", type=int, default=300, help="claim/settle/enqueue triples per round (default 300)")
     p.add_argument("--retention", type=int, default=300_000, help="settled jobs the retention step deletes (0: skip)")
+    p.add_argument("--retention-own", action="store_true",
+                   help="the retention step's jobs carry a delete_after of their own (the custom horizon's walk)")
     p.add_argument("--exact-overview", action="store_true", help="also time the overview counting every row")
     p.add_argument("--history", type=int, default=0,
                    help="finished jobs the deepest table also holds, generated server-side (90000000: 100M rows)")
@@ -377,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
 
     gen = Generation(args.generate, args.nice, args.min_free_gb, log=log)
     out = run(args.pg_url, depths, args.rounds, args.ops, args.retention, args.exact_overview, args.keep,
-              log=log, history=args.history, gen=gen)
+              log=log, history=args.history, gen=gen, retention_own=args.retention_own)
     print(json.dumps({k: out[k] for k in ("fills", "medians", "ratios", "plans") if k in out}, indent=1))
     for k in ("exact_overview_ms_deepest", "retention", "load_start", "load_end"):
         if k in out:

@@ -55,6 +55,31 @@ def test_postgres_retention_statements_walk_their_index_whatever_the_estimate(pg
     assert "ROW(updated_at, id) > ROW(" in plan.split("Index Cond:")[1].split("\n")[0], plan
 
 
+def test_postgres_the_custom_horizon_walk_descends_past_its_mark_in_its_index(pg_store):
+    """Migration 0022: tenure_jobs_delete_at holds (horizon, id), so the walk's mark bounds the
+    index descent itself and the rows come in index order, no sort: a batch never walks again the
+    dead entries of rows tied with the last one the previous batch deleted (before, the descent
+    started AT the last horizon and every tied entry was read again, batch after batch)."""
+    _settled_history(pg_store, 20_000)
+    plan = _plan(pg_store, pgm.DELETE_SETTLED_CUSTOM, *pgm.INDEX_WALK)
+    assert "Index Scan using tenure_jobs_delete_at on tenure_jobs" in plan, plan
+    assert "ROW((updated_at + delete_after_ms), id) > ROW(" in plan.split("Index Cond:")[1].split("\n")[0], plan
+    assert "Sort" not in plan, plan
+
+
+def test_postgres_a_custom_horizon_batch_starts_past_its_mark_s_id(pg_store, clock):
+    from tenure.engine.rows import RetentionMark
+    from tests.maintenance.test_sweeps import DAY, make, sql
+
+    make(pg_store, 3, "tie", state="done", updated_at=clock.now - DAY, delete_after_ms=1_000)
+    key = clock.now - DAY + 1_000
+    mark = RetentionMark(custom=key, custom_id="tie00001")
+    with pg_store._session() as s:
+        assert s.job_delete_settled(clock.now, None, 10, mark) == 1
+    assert (mark.custom, mark.custom_id) == (key, "tie00002")
+    assert sorted(r[0] for r in sql(pg_store, "SELECT id FROM tenure_jobs")) == ["tie00000", "tie00001"]
+
+
 def test_postgres_retention_settings_stay_in_its_own_transaction(pg_store, clock):
     _settled_history(pg_store, 10)
     assert pg_store.maintenance.delete_settled() == 10
@@ -98,6 +123,7 @@ def test_a_batch_starts_at_the_walk_s_mark_and_advances_it(store, clock):
         assert s.job_delete_settled(clock.now, 7 * DAY, 10, mark) == 4
     assert (mark.custom, mark.default) == (old + DAY, old)
     assert mark.default_id == ("ahead00002" if store.dialect == "postgres" else None)
+    assert mark.custom_id == ("own-ahead00000" if store.dialect == "postgres" else None)
     left = sorted(r[0] for r in sql(store, "SELECT id FROM tenure_jobs"))
     assert left == ["behind00000", "behind00001", "own-behind00000", "own-behind00001"]
     with store._session() as s:

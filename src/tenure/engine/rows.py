@@ -464,16 +464,18 @@ class Settle:
 class RetentionMark:
     """Where one walk of the retention statements has got to, for the next batch to start there
     (keyset): each deleted batch leaves dead entries at the head of its index until a vacuum, and
-    a batch started from the index's first key walks them all again. ``custom`` is the highest
-    ``updated_at + delete_after_ms`` among the rows deleted so far, ``default`` and ``default_id``
-    the highest ``(updated_at, id)`` of those with no horizon of their own; None: nothing deleted
-    yet. The next batch starts AT ``custom`` (``>=``: its index has no id, rows tied with the last
-    deleted one are walked again) and just past ``(default, default_id)`` (PostgreSQL; SQLite,
-    which leaves no dead entries, at ``default``), so a tie cut by the limit is still found. Meaningful only with the
+    a batch started from the index's first key walks them all again. ``custom`` and ``custom_id``
+    are the highest ``(updated_at + delete_after_ms, id)`` among the rows deleted so far,
+    ``default`` and ``default_id`` the highest ``(updated_at, id)`` of those with no horizon of
+    their own; None: nothing deleted yet. The next batch starts just past ``(custom, custom_id)``
+    and ``(default, default_id)`` (PostgreSQL: neither walks again the dead entries of rows tied
+    with the last one deleted; SQLite, which leaves no dead entries, AT ``custom`` and
+    ``default``, its ids staying None), so a tie cut by the limit is still found. Meaningful only with the
     same ``now`` for the whole walk (a row settles with ``updated_at`` = the clock, never behind a
     fixed horizon); a row skipped because another transaction held it is left to the next walk."""
 
     custom: int | None = None
+    custom_id: str | None = None
     default: int | None = None
     default_id: str | None = None
 

@@ -158,16 +158,18 @@ expired AS (
 SELECT count(*) FROM expired
 """
 # Settled jobs past their horizon: those with a delete_after of their own through the delete_at
-# expression index, the rest through the settled index against the default horizon. Each starts at
-# ``%(from)s``, the walk's mark (tenure.engine.rows.RetentionMark): the entries of the rows earlier
-# batches deleted stay in the index, dead, until a vacuum, and a descent from the index's first
-# key walked them all again (at 100 000 000 rows a drain fell from 30k to 1.7k rows/s).
+# expression index ((horizon, id), migration 0022), the rest through the settled index ((updated_at,
+# id)) against the default horizon. Each starts just past ``(%(from)s, %(from_id)s)``, the walk's
+# mark (tenure.engine.rows.RetentionMark): the entries of the rows earlier batches deleted stay in
+# the index, dead, until a vacuum, and a descent from the index's first key walked them all again
+# (at 100 000 000 rows a drain fell from 30k to 1.7k rows/s); a descent AT the last key walked
+# again those tied with it.
 _CUSTOM_KEY = "updated_at + delete_after_ms"
 _DUE_CUSTOM = f"""
   SELECT id, {_CUSTOM_KEY} AS key FROM tenure_jobs
   WHERE state IN {SETTLED} AND delete_after_ms IS NOT NULL AND {_CUSTOM_KEY} <= {NOW}
-    AND {_CUSTOM_KEY} >= %(from)s::bigint
-  ORDER BY {_CUSTOM_KEY} LIMIT %(limit)s::int
+    AND ({_CUSTOM_KEY}, id) > (%(from)s::bigint, %(from_id)s::text)
+  ORDER BY {_CUSTOM_KEY}, id LIMIT %(limit)s::int
   FOR UPDATE SKIP LOCKED"""
 _DUE_DEFAULT = f"""
   SELECT id, updated_at AS key FROM tenure_jobs
@@ -329,10 +331,10 @@ class PostgresMaintenanceMixin:
         checkpoints; answers how many. Each statement is its own short transaction. ``mark``: see
         the base class."""
         mark = RetentionMark() if mark is None else mark
-        n, key, _ = self._retention(DELETE_SETTLED_CUSTOM, {"now": now, "limit": limit,
-                                                            "from": _from(mark.custom)})
-        if key is not None:
-            mark.custom = max(_from(mark.custom), int(key))
+        n, key, key_id = self._retention(DELETE_SETTLED_CUSTOM, {
+            "now": now, "limit": limit, "from": _from(mark.custom), "from_id": mark.custom_id or ""})
+        if key is not None:  # ordered by (horizon, id): past the mark
+            mark.custom, mark.custom_id = int(key), key_id
         if default_after_ms is not None and n < limit:
             more, key, key_id = self._retention(DELETE_SETTLED_DEFAULT, {
                 "now": now, "limit": limit - n, "default_after_ms": default_after_ms,

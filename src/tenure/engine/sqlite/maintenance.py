@@ -142,7 +142,7 @@ DUE_CUSTOM = f"""
 SELECT id, updated_at + delete_after_ms FROM tenure_jobs INDEXED BY tenure_jobs_delete_at
 WHERE state IN {SETTLED} AND delete_after_ms IS NOT NULL AND updated_at + delete_after_ms <= :now
   AND updated_at + delete_after_ms >= :from
-ORDER BY updated_at + delete_after_ms LIMIT :limit
+ORDER BY updated_at + delete_after_ms, id LIMIT :limit
 """
 #: Below every key: a walk without a mark starts at the index's first entry.
 NO_MARK = -(2**63)

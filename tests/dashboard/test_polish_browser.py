@@ -154,3 +154,40 @@ def test_schedule_actions_are_refused_read_only_and_for_unknown_names(engine_url
             assert r.status_code == 200 and store.jobs.get(r.json()["job_id"]).kind == "reports.build"
     finally:
         store.close()
+
+
+#: True once the poll's render of the schedules is either on the page (a row named ``third``) or
+#: held back by a pressed pointer.
+RENDERED_OR_HELD = """() => !!document.querySelector("#schedule-table tr[data-schedule='third']")
+  || Number(document.body.dataset.heldRenders || 0) > 0"""
+
+
+def test_a_click_survives_a_poll_that_rebuilds_the_table_between_press_and_release(engine_url, serve, browser):
+    """A poll rebuilt the schedule table every 300 ms; a click whose press and release fell on
+    either side of a rebuild was lost (the release landed on a new button). Here a poll with new
+    data lands while the Pause button is pressed: the click still pauses, and the new row shows
+    after the release."""
+    store = tenure.connect(engine_url)
+    store.schedules.add("nightly", "0 3 * * *", "reports.build")
+    srv = serve(create_app(store, poll_ms=300))
+    ctx, page, errors = _page(browser, viewport={"width": 1300, "height": 800})
+    try:
+        page.clock.install()
+        page.goto(srv.url() + "/schedules")
+        pause = page.locator("#schedule-table tr[data-schedule='nightly'] button.pause")
+        expect(pause).to_be_visible(timeout=15_000)
+        pause.hover()
+        page.mouse.down()
+        store.schedules.add("third", "0 4 * * *", "reports.build")  # the next poll renders anew
+        with page.expect_response(lambda r: r.url.endswith("/api/schedules")):
+            page.clock.run_for(400)  # one poll period: the poll fetches and renders
+        page.wait_for_function(RENDERED_OR_HELD, timeout=15_000)
+        page.mouse.up()
+        expect(page.locator("#schedule-table tr[data-schedule='third']")).to_have_count(1, timeout=15_000)
+        expect(page.locator("#schedule-table tr[data-schedule='nightly'] td.state")).to_have_text(
+            "paused", timeout=15_000)
+        assert store.schedules.get("nightly").paused
+        assert errors == []
+    finally:
+        ctx.close()
+        store.close()

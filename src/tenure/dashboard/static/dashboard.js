@@ -43,7 +43,40 @@
     node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
-  function replace(node) { clear(node); for (var i = 1; i < arguments.length; i++) add(node, arguments[i]); }
+  function fill(node, children) { clear(node); children.forEach(function (c) { add(node, c); }); }
+  // A click is a press and a release on one element. A poll that rebuilt a table between the two
+  // would drop the click (the release lands on a new button, the press on a detached one), so
+  // while a pointer is pressed a rebuild waits, the newest per container, and is applied just
+  // after the release (after its click). A press held longer than HOLD_MS no longer holds
+  // anything back (a release outside the window may never be seen).
+  var HOLD_MS = 2000, pressedAt = null, held = [];
+  function pressed() { return pressedAt !== null && Date.now() - pressedAt < HOLD_MS; }
+  function flushHeld() {
+    var todo = held;
+    held = [];
+    document.body.removeAttribute("data-held-renders");
+    todo.forEach(function (h) { fill(h.node, h.children); });
+  }
+  function released() {
+    if (pressedAt === null) return;
+    pressedAt = null;
+    setTimeout(flushHeld, 0);
+  }
+  document.addEventListener("pointerdown", function () { pressedAt = Date.now(); }, true);
+  document.addEventListener("pointerup", released, true);
+  document.addEventListener("pointercancel", released, true);
+  window.addEventListener("blur", released);
+  function replace(node) {
+    var children = Array.prototype.slice.call(arguments, 1);
+    if (!pressed()) {
+      if (held.length) flushHeld();
+      fill(node, children);
+      return;
+    }
+    held = held.filter(function (h) { return h.node !== node; });
+    held.push({ node: node, children: children });
+    document.body.setAttribute("data-held-renders", String(held.length));
+  }
   function url(path, params) {
     var u = BASE + path;
     if (params) {

@@ -1,4 +1,4 @@
-"""PostgreSQL's queue registry trigger (migrations 0003, 0022) writes only when an inserted job
+"""PostgreSQL's queue registry trigger (migrations 0003, 0023) writes only when an inserted job
 names a queue not yet registered: an enqueue into a known queue reads tenure_queues and never
 takes its row-exclusive lock (the INSERT ... ON CONFLICT DO NOTHING it ran before inserted
 nothing at ~30-60 us of server time; docs/performance.md). A new queue is registered as before."""

@@ -153,3 +153,21 @@ def test_worker_max_jobs_with_processes_is_a_cli_usage_error(cli):
     (cli.cwd / "mytasks.py").write_text(TASKS)
     line = _one_line(cli("worker", "mytasks:app", "--max-jobs", "2", "--processes", "2", expect=2))
     assert "--max-jobs stops a one-process worker; under --processes or --max-jobs-per-process" in line, line
+
+
+def test_ctrl_c_ends_stats_watch_quietly(cli):
+    """Ctrl-C is how a watch ends (as with watch(1) or top): it printed 'tenure: aborted' and
+    exited 130, as if something had gone wrong."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen([cli.bin, "stats", "--watch", "--interval", "0.1", "--url", cli.url], cwd=cli.cwd,
+                            env=cli.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("store ")  # the first refresh is out
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, (proc.returncode, err)
+    assert "aborted" not in err and "Traceback" not in err, err

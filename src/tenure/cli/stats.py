@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import signal
 import sys
-import time
+import threading
 from typing import Any
 
 import click
@@ -87,6 +88,19 @@ def stats(url: str | None, watch: bool, interval: float, iterations: int | None,
             data = _stats_data(insights)
             emit_json(data) if as_json else click.echo(_stats_text(data))
             return
+        _watch(insights, interval, iterations, as_json)
+    finally:
+        _close(store)
+
+
+def _watch(insights: Any, interval: float, iterations: int | None, as_json: bool) -> None:
+    """Print the stats every ``interval`` seconds (a live view on a terminal with rich) until
+    Ctrl-C, or ``iterations`` times. Ctrl-C is how a watch ends (as watch(1) and top end): it only
+    sets a flag the loop reads between refreshes, so it never breaks into a store read, and the
+    command exits 0 instead of "tenure: aborted"."""
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: stop.set())
+    try:
         console = None if as_json else _rich_console()
         n = 0
         if console is not None:
@@ -95,14 +109,11 @@ def stats(url: str | None, watch: bool, interval: float, iterations: int | None,
 
             with Live(Text(_stats_text(_stats_data(insights))), console=console, auto_refresh=False) as live:
                 n = 1
-                while iterations is None or n < iterations:
-                    time.sleep(interval)
+                while (iterations is None or n < iterations) and not stop.wait(interval):
                     live.update(Text(_stats_text(_stats_data(insights))), refresh=True)
                     n += 1
             return
-        while iterations is None or n < iterations:
-            if n:
-                time.sleep(interval)
+        while (iterations is None or n < iterations) and not (n and stop.wait(interval)) and not stop.is_set():
             data = _stats_data(insights)
             if as_json:
                 emit_json(data)  # one JSON document per line
@@ -111,4 +122,4 @@ def stats(url: str | None, watch: bool, interval: float, iterations: int | None,
             sys.stdout.flush()
             n += 1
     finally:
-        _close(store)
+        signal.signal(signal.SIGINT, previous)

@@ -88,6 +88,29 @@ def test_a_commit_that_pokes_nobody_is_seen_within_the_bound(url):
         assert w.pokes == 0
 
 
+def test_a_poke_for_a_commit_the_poll_already_woke_for_wakes_nobody(url):
+    """The writer pokes just after it commits, so the poll can see the commit first and wake for
+    it; the poke that arrives then is old news. It woke the waiter a second time, for an empty
+    claim (test_light_claims saw one under load)."""
+    with _leading(url, watch_interval=0.02, watch_idle_bound=0.04) as (a, b, w):
+        raw = sqlite3.connect(a.engine.path)
+        try:
+            b.jobs.enqueue("noop", conn=raw)  # committed, not poked (yet)
+            raw.commit()
+        finally:
+            raw.close()
+        assert w.wait(10) and w.pokes == 0  # the poll saw it
+        late = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            late.sendto(b"!", w._sock.getsockname())  # the writer's poke, arriving now
+        finally:
+            late.close()
+        assert not w.wait(0.3)
+        assert w.pokes == 1  # read, and judged old news
+        b.jobs.enqueue("noop")  # a new commit and its poke still wake it
+        assert w.wait(10)
+
+
 def test_a_lost_poke_is_made_up_by_the_poll(url):
     with _leading(url) as (_, b, w):
         _back_off(w, 0.3)

@@ -201,8 +201,12 @@ class SQLiteWatcher(LeadingWatcher):
                     if pause > 0 and self._closed.wait(pause):  # at most one wake per fast interval
                         return False
                     self._drain(sock)
-                    self._changed()  # catch up with the poked commit: no second wake for it
-                    return self._woke(poked=True)
+                    # Catch up with the poked commit (no second wake for it). A poke can arrive
+                    # after the poll already saw its commit and woke for it (the writer pokes just
+                    # after committing): then it is old news, and waking again would only make
+                    # an empty claim. A busy store connection cannot tell: the poke wakes.
+                    if self._changed() is not False:
+                        return self._woke(poked=True)
                 if now >= self._next_poll:
                     if self._changed():
                         return self._woke(poked=False)
@@ -259,10 +263,11 @@ class SQLiteWatcher(LeadingWatcher):
         self._next_poll = now + self._gap
         return True
 
-    def _changed(self) -> bool:
+    def _changed(self) -> bool | None:
         """Whether another connection committed, or this store made a loud commit, since the last
-        call. The store's connection busy for :data:`BUSY_FALLBACK_S`: the private connection
-        decides (it also sees this store's quiet commits: at worst an empty claim)."""
+        call; ``None`` while the store's connection is busy (it cannot tell yet). Busy for
+        :data:`BUSY_FALLBACK_S`: the private connection decides (it also sees this store's quiet
+        commits: at worst an empty claim)."""
         engine = self._engine
         if engine is not None:
             own = engine.own_data_version()
@@ -277,7 +282,7 @@ class SQLiteWatcher(LeadingWatcher):
             if self._busy_since is None:
                 self._busy_since = now
             if now - self._busy_since < BUSY_FALLBACK_S:
-                return False
+                return None
         v = self._version()
         if v != self._last:
             self._last = v

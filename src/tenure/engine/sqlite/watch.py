@@ -197,16 +197,9 @@ class SQLiteWatcher(LeadingWatcher):
             sock = self._sock
             try:
                 if sock is not None and self._drain(sock):
-                    pause = self._woke_at + self._interval - time.monotonic()
-                    if pause > 0 and self._closed.wait(pause):  # at most one wake per fast interval
-                        return False
-                    self._drain(sock)
-                    # Catch up with the poked commit (no second wake for it). A poke can arrive
-                    # after the poll already saw its commit and woke for it (the writer pokes just
-                    # after committing): then it is old news, and waking again would only make
-                    # an empty claim. A busy store connection cannot tell: the poke wakes.
-                    if self._changed() is not False:
-                        return self._woke(poked=True)
+                    news = self._poked(sock)
+                    if news is not None:
+                        return news
                 if now >= self._next_poll:
                     if self._changed():
                         return self._woke(poked=False)
@@ -233,6 +226,21 @@ class SQLiteWatcher(LeadingWatcher):
                     self._deaf(sock)
             now = time.monotonic()
         return False
+
+    def _poked(self, sock: socket.socket) -> bool | None:
+        """A poke was read: ``True`` to wake, ``False`` when the watcher closed meanwhile, ``None``
+        when the poke is old news. At most one wake per fast interval (the pokes of a burst are
+        read together), then it catches up with the poked commit (no second wake for it). A poke
+        can arrive after the poll already saw its commit and woke for it (the writer pokes just
+        after committing): waking again would only make an empty claim. A busy store connection
+        cannot tell: the poke wakes."""
+        pause = self._woke_at + self._interval - time.monotonic()
+        if pause > 0 and self._closed.wait(pause):
+            return False
+        self._drain(sock)
+        if self._changed() is not False:
+            return self._woke(poked=True)
+        return None
 
     def _deaf(self, sock: socket.socket | None) -> None:
         """Stop listening on a broken socket: the poll goes back to the fast interval (a later

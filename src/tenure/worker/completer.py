@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import queue as _queue
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from .. import _validate as v
@@ -115,17 +115,49 @@ class Completer(Producer):
         jobs = self.store._jobs
         share = self._settle_target
         cap = share if share >= SETTLE_SHARE_MIN else MAX_SETTLE_BATCH
+        # Where slot threads may settle their own attempt (_to_settle), the settler takes the
+        # same token for each batch: one settlement at a time, as with one settler alone.
+        token = self._settle_token if self._inline_settle else nullcontext()
         while True:
             first = get()
-            batch, stopping = gather(done, first, cap, self._settle_target, self._running_besides)
-            if batch:
-                try:
-                    self._settle(jobs, batch)
-                except Exception:  # the settler never dies; the leases expire
-                    log.exception("settling %d job(s) failed", len(batch))
-                self.events.mark("settle_batches")
+            with token:
+                batch, stopping = gather(done, first, cap, self._settle_target, self._running_besides)
+                if batch:
+                    try:
+                        self._settle(jobs, batch)
+                    except Exception:  # the settler never dies; the leases expire
+                        log.exception("settling %d job(s) failed", len(batch))
+                    self.events.mark("settle_batches")
             if stopping:
                 return
+
+    def _to_settle(self, item: tuple[Attempt, bool, Any]) -> None:
+        """Hand a finished attempt to be settled. Where the store has one in-process writer
+        (SQLite: one settler) and this sync attempt is the only one in flight, the slot thread
+        settles it itself (with anything else already queued), holding the settle token the
+        settler holds for each of its batches: waking the settler thread for it was a thread
+        switch and a cold thread per job at a light pace, and with no other attempt running there
+        is nothing it could have batched with. Otherwise (the settler is busy, other attempts
+        run and will batch, an ``on_outcome`` observer, which may stop its own worker from the
+        settling thread, or an async attempt, whose loop must not block) it goes to the settler.
+        stop() takes the token after the settlers end, so no settlement runs once it returns."""
+        attempt = item[0]
+        if (not self._inline_settle or self.on_outcome is not None or attempt.loop is not None or self._halt.is_set()
+                or len(self._attempts) - self._credit > 1 or not self._settle_token.acquire(blocking=False)):
+            self._done.put(item)
+            return
+        try:
+            batch, stopping = gather(self._done, item, MAX_SETTLE_BATCH, 0, self._running_besides)
+            try:
+                with self.store.engine.deadline(self.call_timeout, self):
+                    self._settle(self.store._jobs, batch)
+            except Exception:  # as on the settler: the leases expire
+                log.exception("settling %d job(s) failed", len(batch))
+            self.events.mark("inline_settles")
+            if stopping:
+                self._done.put(None)  # stop()'s marker, for the settler thread
+        finally:
+            self._settle_token.release()
 
     def _running_besides(self, settling: int) -> bool:
         """Attempts still running (beyond ``settling`` finished ones and those being settled)."""
@@ -226,23 +258,6 @@ class Completer(Producer):
             a.state = SETTLED
         self._count("completions", len(attempts))
         self._release(*attempts)
-
-    @contextmanager
-    def _refill_section(self) -> Iterator[bool]:
-        """Enter a settle-and-claim (True), unless stop() has begun (False)."""
-        with self._refills:
-            entered = not self._stop.is_set()
-            if entered:
-                self._refilling += 1
-        self._tls.refilling = entered
-        try:
-            yield entered
-        finally:
-            if entered:
-                self._tls.refilling = False
-                with self._refills:
-                    self._refilling -= 1
-                    self._refills.notify_all()
 
     def _complete_and_refill(self, jobs, items, settling: list[Attempt]) -> tuple[list | None, list[Claim], int]:
         """Settle a batch of completions and claim the slots it frees in ONE transaction, while

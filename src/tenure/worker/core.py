@@ -133,6 +133,9 @@ class Worker(Completer, Keeper, CancelRequests):
         self._settlers = [threading.Thread(target=self._complete_loop, args=(self._done,),
                                            name=f"tenure-settle-{i}", daemon=True) for i in range(settlers)]
         self._settle_target = 0 if settlers == 1 else max(1, self.concurrency // settlers)  # 0: never gather
+        gate = bool(self.store.engine.exclusive_gate)
+        self._claims_on_watch = self._inline_settle = gate
+        self._settle_token = threading.Lock()
         threads = [threading.Thread(target=self._dispatch, args=(gen,), name="tenure-dispatch", daemon=True),
                    threading.Thread(target=self._keeper, args=(gen,), name="tenure-keeper", daemon=True),
                    *self._settlers]
@@ -235,6 +238,13 @@ class Worker(Completer, Keeper, CancelRequests):
         for t in (*self._settlers, keeper):
             if t is not me:
                 self._join_cutting(t, self, cut_at)
+        if self._inline_settle and me not in self._settlers:
+            # A slot thread settling its own attempt (Completer._to_settle) finishes first; the
+            # token is never given back, so none starts after this (a restart makes a new one).
+            # (A stop() from an observer on the settler runs holding it: no slot thread settles.)
+            while not self._settle_token.acquire(timeout=0.05):
+                if time.monotonic() >= cut_at:
+                    engine.interrupt(self)
         self._slots.close()
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)

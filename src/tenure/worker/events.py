@@ -7,7 +7,11 @@ The names (each counts from zero over the worker's lifetime):
 - ``idle``: the dispatcher's claim came back short (or it could claim nothing) and it is about to
   wait for a wake-up or its poll;
 - ``settle_batches``: a settler finished one batch of settlements;
-- ``keeper_ticks``: the keeper finished one pass of renewals and timeouts.
+- ``keeper_ticks``: the keeper finished one pass of renewals and timeouts;
+- ``watch_claims``: the watch thread claimed for a change it heard itself, instead of waking the
+  dispatcher (SQLite: ``Producer._heard``);
+- ``inline_settles``: a slot thread settled what had finished itself, instead of handing it to
+  the settler thread (SQLite, the only attempt in flight: ``Executor._finish``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Callable
 
 from ..errors import InvalidArgument
 
-NAMES = ("turns", "idle", "settle_batches", "keeper_ticks")
+NAMES = ("turns", "idle", "settle_batches", "keeper_ticks", "watch_claims", "inline_settles")
 
 
 class Milestones:

@@ -112,9 +112,13 @@ class Executor(WorkerState):
                             f"the handler's result cannot be stored: {v.error_message(exc)}")
             elif isinstance(value, asyncio.CancelledError) and attempt.cancelled.reason is SHUTDOWN:
                 value = "the worker stopped while the job ran (cancelled)"
-            self._done.put((attempt, ok, value))
+            self._to_settle((attempt, ok, value))
         except BaseException:  # last resort: the lease expires, the job is reclaimed
             log.exception("finishing job %s failed", attempt.job.id)
+
+    def _to_settle(self, item: tuple[Attempt, bool, Any]) -> None:
+        """Hand a finished attempt to be settled (the completer may settle it here instead)."""
+        self._done.put(item)
 
 
 def _call(attempt: Attempt) -> Any:

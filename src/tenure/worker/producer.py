@@ -94,7 +94,7 @@ class Producer(Executor):
                             next_try = now + TAKEOVER_S
                     self._leading = leading
                     if watcher.wait(WATCH_SLICE) and not stop.is_set():
-                        self._wake_if_free()
+                        self._heard()
                 except Exception:  # the poll is the fallback
                     log.debug("the watch failed; polling", exc_info=True)
                     if leading:
@@ -111,6 +111,56 @@ class Producer(Executor):
                 watcher.close()
             except Exception:
                 log.debug("closing the watcher failed", exc_info=True)
+
+    def _heard(self) -> None:
+        """The watcher heard a change. Where the store has one in-process writer (SQLite,
+        ``Engine.exclusive_gate``) and the dispatcher has nothing else to do, the watch thread
+        claims for the free slots itself (:meth:`_claim_here`) instead of waking the dispatcher to
+        claim: at a light pace every job came through that hand-off, a thread switch and a cold
+        thread per job (docs/performance.md, "2026-12-04 evening"). Elsewhere, or when the
+        dispatcher has work of its own (a lost claim to give back), it wakes the dispatcher."""
+        if not self._claims_on_watch or self._lost_claims or not self._claim_here():
+            self._wake_if_free()
+
+    def _claim_here(self) -> bool:
+        """Claim for the free slots on the calling thread and start what it claimed, as the
+        dispatcher's claim would; True when that was done (or nothing was free: then a wake-up is
+        deferred until a slot frees, as :meth:`_wake_if_free` does), False when the caller must
+        wake the dispatcher instead (stop() has begun). A claim in progress here is waited for by
+        stop() like a settle-and-claim (:meth:`_refill_section`), so what it claims is either seen
+        and stopped or never claimed. A full claim (there may be more) or one a rate limit cut
+        short wakes the dispatcher, which claims again or waits for the limit's window."""
+        jobs = self.store._jobs
+        with self._refill_section() as allowed:
+            if not allowed:
+                return False
+            want = self._reserve()
+            if want <= 0:
+                with self._lock:
+                    self._free_or_defer()
+                return True
+            self.events.mark("watch_claims")
+            try:
+                with self._claim_section(), self.store.engine.deadline(self.call_timeout, self._claim_group):
+                    try:
+                        claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want,
+                                                 lease_ms=self.lease_ms, queues=self.queues, cancel=self._stop,
+                                                 instance=self.instance)
+                    except BaseException:
+                        self._start_attempts([], want)
+                        raise
+                    self._start_attempts(claims, want, jobs.limit_held)
+            except OperationWithdrawn:
+                return True
+            except Exception as exc:  # noqa: BLE001 - counted; the dispatcher's next turn retries
+                self._claim_failed(exc)
+                self._count("claim_errors")
+                log.warning("claim failed: %s", exc)
+                return False
+            self._count("wakes")
+            if len(claims) == want or jobs.rate_wake_at is not None:
+                self._wake.set()
+            return True
 
     def _lead_key(self) -> str:
         """The waiter key: workers share a waiter only when a change that wakes one would have
@@ -193,6 +243,23 @@ class Producer(Executor):
             return self.poll_interval if self.poll_interval > 0 else None
         until = max(0.005, (rate_wake_at - self.store._now_wall()) / 1000)
         return min(until, self.poll_interval) if self.poll_interval > 0 else until
+
+    @contextmanager
+    def _refill_section(self) -> Iterator[bool]:
+        """Enter a settle-and-claim (True), unless stop() has begun (False)."""
+        with self._refills:
+            entered = not self._stop.is_set()
+            if entered:
+                self._refilling += 1
+        self._tls.refilling = entered
+        try:
+            yield entered
+        finally:
+            if entered:
+                self._tls.refilling = False
+                with self._refills:
+                    self._refilling -= 1
+                    self._refills.notify_all()
 
     @contextmanager
     def _claim_section(self) -> Iterator[None]:

@@ -69,6 +69,12 @@ class WorkerState:
     _done: _queue.SimpleQueue
     _loop: asyncio.AbstractEventLoop | None
     _settle_target: int
+    # SQLite (Engine.exclusive_gate): the watch thread claims for what it hears (Producer._heard)
+    # and a lone sync attempt is settled by its own slot thread (Completer._to_settle), holding
+    # _settle_token, which the settler holds for each batch and stop() takes for good.
+    _claims_on_watch: bool
+    _inline_settle: bool
+    _settle_token: threading.Lock
     _cancel_watch: CancelWatch
     _watcher: Any  # the run's cross-process watcher (Worker.start), or None; CancelWatch shares its connection
 

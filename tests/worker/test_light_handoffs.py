@@ -41,9 +41,9 @@ def test_a_heard_job_is_claimed_by_the_watch_thread_and_settled_by_its_slot(tmp_
             wait_for(lambda job=job: other.jobs.get(job).state == "done", timeout=10, what=f"job {i} done")
             wait_for(lambda i=i: w.stats()["completions"] == i + 1, timeout=10, what="its completion counted")
         assert ev.count("turns") == turns  # the dispatcher was never handed a claim
-        assert ev.count("settle_batches") == 0  # the settler thread was never woken
         assert ev.count("watch_claims") >= 5
         assert ev.count("inline_settles") == 5
+        assert ev.count("settle_batches") == 5  # each of them, none by the settler thread
         assert all(name.startswith("tenure-slot") for name in ran)
         assert w.stats()["polls"] == 0 and w.stats()["claims"] == 5
     finally:
@@ -76,8 +76,8 @@ def test_attempts_running_together_still_settle_through_the_settler(tmp_path):
         wait_for(lambda: all(other.jobs.get(j).state == "done" for j in (first, second)), timeout=10,
                  what="both done")
         wait_for(lambda: w.stats()["completions"] == 2, timeout=10, what="both counted")
-        assert w.events.count("settle_batches") >= 1
-        assert w.events.count("settle_batches") + w.events.count("inline_settles") <= 2
+        assert w.events.count("settle_batches") - w.events.count("inline_settles") >= 1  # on the settler
+        assert w.events.count("settle_batches") <= 2
         assert w.stats()["polls"] == 0
     finally:
         w.stop(grace=2)

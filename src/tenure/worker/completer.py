@@ -154,6 +154,7 @@ class Completer(Producer):
             except Exception:  # as on the settler: the leases expire
                 log.exception("settling %d job(s) failed", len(batch))
             self.events.mark("inline_settles")
+            self.events.mark("settle_batches")  # a batch settled all the same (hosts wait on it)
             if stopping:
                 self._done.put(None)  # stop()'s marker, for the settler thread
         finally:

@@ -6,7 +6,8 @@ The names (each counts from zero over the worker's lifetime):
 - ``turns``: the dispatcher finished one turn of its loop (a claim, or a look at full slots);
 - ``idle``: the dispatcher's claim came back short (or it could claim nothing) and it is about to
   wait for a wake-up or its poll;
-- ``settle_batches``: a settler finished one batch of settlements;
+- ``settle_batches``: one batch of settlements finished (on a settler, or on a slot thread that
+  settled its own attempt: ``inline_settles`` counts those too);
 - ``keeper_ticks``: the keeper finished one pass of renewals and timeouts;
 - ``watch_claims``: the watch thread claimed for a change it heard itself, instead of waking the
   dispatcher (SQLite: ``Producer._heard``);

@@ -25,27 +25,31 @@ def _pair(tmp_path):
 
 
 def test_a_heard_job_is_claimed_by_the_watch_thread_and_settled_by_its_slot(tmp_path):
-    """Five jobs, one at a time: each is claimed on the watch thread (the dispatcher takes no turn
-    for it) and settled by the slot thread that ran it (the settler thread settles nothing)."""
+    """Ten jobs, one at a time: each is claimed on the watch thread (the dispatcher takes no turn
+    for it; before, each took one or more) and settled by the slot thread that ran it (the
+    settler thread settles none). The dispatcher's own start-up turns (its first claim, and the
+    new waiter's catch-up claim) may land after the snapshot: at most two."""
     store, other = _pair(tmp_path)
     ran: list[str] = []
     w = store.jobs.create_worker({"noop": lambda payload, ctx: ran.append(threading.current_thread().name)},
                                  concurrency=4, poll_interval=HOUR)
+    n = 10
     try:
         w.start()
         wait_for(lambda: w._leading, timeout=10, what="the worker's watcher leading")
         ev = w.events
+        assert ev.wait("idle", 1, timeout=10)
         turns = ev.count("turns")
-        for i in range(5):
+        for i in range(n):
             job = other.jobs.enqueue("noop", i)
             wait_for(lambda job=job: other.jobs.get(job).state == "done", timeout=10, what=f"job {i} done")
             wait_for(lambda i=i: w.stats()["completions"] == i + 1, timeout=10, what="its completion counted")
-        assert ev.count("turns") == turns  # the dispatcher was never handed a claim
-        assert ev.count("watch_claims") >= 5
-        assert ev.count("inline_settles") == 5
-        assert ev.count("settle_batches") == 5  # each of them, none by the settler thread
+        assert ev.count("turns") - turns <= 2  # the dispatcher was not handed the claims
+        assert ev.count("watch_claims") >= n - 2
+        assert ev.count("inline_settles") == n
+        assert ev.count("settle_batches") == n  # each of them, none by the settler thread
         assert all(name.startswith("tenure-slot") for name in ran)
-        assert w.stats()["polls"] == 0 and w.stats()["claims"] == 5
+        assert w.stats()["polls"] == 0 and w.stats()["claims"] == n
     finally:
         w.stop(grace=2)
         store.close()

@@ -135,6 +135,7 @@ class Worker(Completer, Keeper, CancelRequests):
         self._settle_target = 0 if settlers == 1 else max(1, self.concurrency // settlers)  # 0: never gather
         gate = bool(self.store.engine.exclusive_gate)
         self._claims_on_watch = self._inline_settle = gate
+        self._dispatching = True
         self._settle_token = threading.Lock()
         threads = [threading.Thread(target=self._dispatch, args=(gen,), name="tenure-dispatch", daemon=True),
                    threading.Thread(target=self._keeper, args=(gen,), name="tenure-keeper", daemon=True),

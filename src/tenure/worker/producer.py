@@ -94,7 +94,7 @@ class Producer(Executor):
                             next_try = now + TAKEOVER_S
                     self._leading = leading
                     if watcher.wait(WATCH_SLICE) and not stop.is_set():
-                        self._heard()
+                        self._heard(getattr(watcher, "own_change", False))
                 except Exception:  # the poll is the fallback
                     log.debug("the watch failed; polling", exc_info=True)
                     if leading:
@@ -112,14 +112,18 @@ class Producer(Executor):
             except Exception:
                 log.debug("closing the watcher failed", exc_info=True)
 
-    def _heard(self) -> None:
+    def _heard(self, own_change: bool = False) -> None:
         """The watcher heard a change. Where the store has one in-process writer (SQLite,
         ``Engine.exclusive_gate``) and the dispatcher has nothing else to do, the watch thread
         claims for the free slots itself (:meth:`_claim_here`) instead of waking the dispatcher to
         claim: at a light pace every job came through that hand-off, a thread switch and a cold
         thread per job (docs/performance.md, "2026-12-04 evening"). Elsewhere, or when the
-        dispatcher has work of its own (a lost claim to give back), it wakes the dispatcher."""
-        if not self._claims_on_watch or self._lost_claims or not self._claim_here():
+        dispatcher is awake or already woken, or the change is (also) a loud commit of this
+        worker's own store (``own_change``: its enqueue wakes the dispatcher through the store's
+        hook right after poking this watcher; one claim for it, not two), or the dispatcher has
+        work of its own (a lost claim to give back), it wakes the dispatcher."""
+        if (not self._claims_on_watch or own_change or self._lost_claims or self._dispatching
+                or self._wake.is_set() or not self._claim_here()):
             self._wake_if_free()
 
     def _claim_here(self) -> bool:
@@ -193,7 +197,9 @@ class Producer(Executor):
             want = self._reserve()
             if want <= 0:
                 events.mark("turns")
+                self._dispatching = False
                 wake.wait(self.poll_interval or None)
+                self._dispatching = True
                 wake.clear()
                 continue
             try:
@@ -230,7 +236,9 @@ class Producer(Executor):
                 continue  # there may be more: claim again without waiting
             events.mark("idle")
             pause = self._idle_wait(jobs.rate_wake_at)
+            self._dispatching = False
             woke = wake.wait(pause) if pause is not None else wake.wait()
+            self._dispatching = True
             wake.clear()
             self._count("wakes" if woke else "polls")
 

@@ -73,6 +73,7 @@ class WorkerState:
     # and a lone sync attempt is settled by its own slot thread (Completer._to_settle), holding
     # _settle_token, which the settler holds for each batch and stop() takes for good.
     _claims_on_watch: bool
+    _dispatching: bool  # the dispatcher is not waiting for a wake-up (Producer._heard)
     _inline_settle: bool
     _settle_token: threading.Lock
     _cancel_watch: CancelWatch

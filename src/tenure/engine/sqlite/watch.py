@@ -180,6 +180,9 @@ class SQLiteWatcher(LeadingWatcher):
         self._following = False
         self._sock: socket.socket | None = None  # bound while leading (pokes arrive on it)
         self.pokes = 0  # pokes received (tests, diagnostics)
+        #: Whether the change the last ``wait`` reported includes a loud commit of this watcher's own
+        #: store (its enqueue also wakes its workers through the store's hook).
+        self.own_change = False
 
     def _version(self) -> int:
         with self._lock:
@@ -193,6 +196,7 @@ class SQLiteWatcher(LeadingWatcher):
             return False
         now = time.monotonic()
         deadline = now + timeout
+        self.own_change = False
         while not self._closed.is_set():
             sock = self._sock
             try:
@@ -283,6 +287,7 @@ class SQLiteWatcher(LeadingWatcher):
                 self._busy_since = None
                 loud = engine.loud_commits
                 if own != self._own or loud != self._loud:
+                    self.own_change = self.own_change or loud != self._loud
                     self._own, self._loud = own, loud
                     return True
                 return False

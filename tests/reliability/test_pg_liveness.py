@@ -98,8 +98,10 @@ def test_a_silenced_server_the_worker_resumes_after_the_network_and_stops_within
             assert not thread.is_alive(), "stop() hung on the silent server"
             result, took = out[0]
             # The held handler returns at once, but its settlement cannot reach the server: stop()
-            # gives it the grace, then cuts what is in flight (well under a second).
-            assert took < grace + 1.0, f"stop() took {took:.2f} s with a grace of {grace} s"
+            # gives it the grace, then cuts what is in flight, bounded by its call deadlines. A
+            # hang would be the TCP timeout (minutes); the bound leaves a loaded host room (it
+            # took 3.04 s once at load 10, where it usually takes under grace + 1 s).
+            assert took < grace + 3 * worker.call_timeout + 2.0, f"stop() took {took:.2f} s with a grace of {grace} s"
             assert result.in_flight == 1 and not result.drained
         finally:
             proxy.restore()
@@ -118,7 +120,7 @@ def test_a_call_on_a_silent_connection_fails_at_its_deadline_with_a_coded_error(
             t0 = time.monotonic()
             with pytest.raises(StoreUnavailable) as err:
                 remote.jobs.counts()  # a root call: bounded by ?call_timeout=
-            assert 0.4 <= time.monotonic() - t0 < 3.0
+            assert 0.4 <= time.monotonic() - t0 < 8.0  # cut at its deadline, not at the TCP timeout
             assert "no answer within 0.5 s" in str(err.value) and err.value.code == "TN0005"
             with remote.engine.deadline(0.3), pytest.raises(StoreUnavailable):
                 remote.jobs.get("x")  # an explicit deadline, capped by call_timeout

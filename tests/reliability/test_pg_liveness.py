@@ -162,3 +162,62 @@ def test_pool_connections_carry_keepalives_and_a_tcp_user_timeout_and_call_timeo
             assert timed.engine.call_timeout == seconds == timed.engine.pool_timeout
         finally:
             timed.close()
+
+
+def test_a_watchers_lead_and_follow_on_a_silent_connection_end_at_their_deadline(pg):
+    """A worker that is not the waiter tries to lead every 0.2 s; lead() and follow() ran their
+    statements with no deadline, so on a silent network the watch thread blocked for good (and
+    a stopping worker joined it for good). Now each is cut at the thread's deadline, else at the
+    store's call_timeout: lead answers False, the watcher reconnects once the network is back."""
+    with TcpProxy.for_url(PG_URL) as proxy:
+        remote = tenure.connect(proxy.url(PG_URL) + "?call_timeout=0.5")
+        remote.jobs.counts()  # opens the store
+        pg.jobs.counts()
+        holder = pg.engine.watcher()  # leads "k" on a direct connection
+        trying, leading = remote.engine.watcher(), remote.engine.watcher()
+        try:
+            assert holder.lead("k") and not trying.lead("k") and leading.lead("k2")
+            proxy.silence()
+            out: list = []
+            t = threading.Thread(target=lambda: out.append((trying.lead("k"), leading.follow())), daemon=True)
+            t.start()
+            t.join(10)
+            assert not t.is_alive(), "lead()/follow() hung on the silent connection"
+            assert out == [(False, None)]
+            proxy.restore()
+            assert trying.wait(10) and leading.wait(10)  # reconnected (a wait after one answers True)
+            holder.follow()
+            assert trying.lead("k")
+        finally:
+            proxy.restore()
+            for w in (holder, trying, leading):
+                w.close()
+            remote.close()
+
+
+def test_a_stopping_worker_cuts_its_watch_threads_lead_on_a_silent_network(pg):
+    """Two workers on the same kinds: the second is not the waiter and tries to lead every
+    TAKEOVER_S. The network goes silent under it: its tries go on (each cut at the worker's call
+    deadline), and its stop() returns within the grace and the call deadlines."""
+    with TcpProxy.for_url(PG_URL) as proxy:
+        remote = tenure.connect(proxy.url(PG_URL))  # no call_timeout: the worker's own bounds it
+        a = pg.jobs.create_worker({"k": lambda payload, ctx: None}, concurrency=1, lease=3)
+        b = remote.jobs.create_worker({"k": lambda payload, ctx: None}, concurrency=1, lease=3)
+        a.start()
+        try:
+            wait_until(lambda: a._leading, 10, "a leading")
+            b.start()
+            wait_until(lambda: b._lead_tries >= 2, 10, "b trying to lead")
+            proxy.silence()
+            # Its watch thread goes on trying to lead: each try cut at its deadline, none hangs.
+            tries = b._lead_tries
+            wait_until(lambda: b._lead_tries >= tries + 2, 20, "b's lead tries going on during the silence")
+            grace = 1.0
+            thread, out = stop_in_thread(b, grace)
+            thread.join(grace + 3 * b.call_timeout + 10)
+            assert not thread.is_alive(), "stop() hung on the watch thread's lead on the silent network"
+        finally:
+            proxy.restore()
+            b.stop(grace=1)
+            a.stop(grace=1)
+            remote.close()

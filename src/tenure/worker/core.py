@@ -250,7 +250,7 @@ class Worker(Completer, Keeper, CancelRequests):
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._watch_thread is not None and self._watch_thread is not me:
-            self._watch_thread.join()
+            self._join_cutting(self._watch_thread, self, cut_at)  # a lead/follow on a silent network
         self._cancel_watch.join()
         if abandoned and release:
             self._release_abandoned(abandoned)

@@ -72,7 +72,17 @@ class Producer(Executor):
         key = self._lead_key()
         leading, next_try, full_since = False, 0.0, None
         if isinstance(watcher, LeadingWatcher):
-            lead, follow = watcher.lead, watcher.follow
+            engine = self.store.engine
+
+            def lead(key: str) -> bool:
+                # Its statements answer within the worker's call deadline, and stop() cuts them
+                # (group: the worker): on a silent network they would hold this thread for good.
+                with engine.deadline(self.call_timeout, self):
+                    return watcher.lead(key)
+
+            def follow() -> None:
+                with engine.deadline(self.call_timeout, self):
+                    watcher.follow()
         else:  # no waiter to elect: every watcher waits
             lead, follow = (lambda key: True), (lambda: None)
         try:

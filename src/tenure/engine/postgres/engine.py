@@ -78,6 +78,9 @@ URL_OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout", "call_timeout")
 #: proxy); the client-side deadlines (deadline.py) can.
 TCP_SETTINGS = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
                 "keepalives_count": "3", "tcp_user_timeout": "30000"}
+#: The deadline of a watcher's statements (its lead, follow and reconnect set-up) when neither
+#: its thread nor ``call_timeout`` sets one: as long as ``tcp_user_timeout`` above.
+WATCH_CALL_S = 30.0
 #: How often a connection wait checks its caller's cancellation (seconds).
 CANCEL_POLL = 0.02
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -408,7 +411,8 @@ class PostgresEngine(Engine):
         self._live()
         w = PostgresWatcher(self.conninfo, self.schema, {
             # Detect a silently dropped connection (a partition, a killed host) within ~30 s.
-            "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3})
+            "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3},
+            watchdog=self._watchdog, call_s=self._watch_call_s())
         with self._lock:
             if self._closed:
                 w.close()
@@ -416,13 +420,18 @@ class PostgresEngine(Engine):
             self._watchers.add(w)
         return w
 
+    def _watch_call_s(self) -> float:
+        """The deadline of a watcher's statements when its thread set none: ``call_timeout``,
+        else :data:`WATCH_CALL_S` (never none: a silent network must not hold a watch thread)."""
+        return self.call_timeout if self.call_timeout is not None else WATCH_CALL_S
+
     def cancel_watcher(self) -> PostgresWatcher:
         """``LISTEN tenure_cancel`` (migration 0010's trigger notifies it when a cancel request
         flags a running job), on a dedicated connection like :meth:`watcher`."""
         self._live()
         w = PostgresWatcher(self.conninfo, self.schema, {
             "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3},
-            channel=Q.CANCEL_CHANNEL)
+            channel=Q.CANCEL_CHANNEL, watchdog=self._watchdog, call_s=self._watch_call_s())
         with self._lock:
             if self._closed:
                 w.close()

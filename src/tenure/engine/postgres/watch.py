@@ -10,6 +10,8 @@ import os
 import select
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -18,6 +20,8 @@ from psycopg.pq import ConnStatus, ExecStatus
 from ..base import Watcher
 from ..waiter import LeadingWatcher, lead_digest
 from . import queries as Q
+from .deadline import Watchdog
+from .deadline import current as current_deadline
 
 #: The waiter lock of one key: a session advisory lock in the two-int4 key space (tenure's other
 #: advisory locks take one bigint key, a space of its own), so it dies with the connection.
@@ -49,13 +53,18 @@ class PostgresWatcher(LeadingWatcher):
     BACKOFF_MAX = 2.0
 
     def __init__(self, conninfo: str, schema: str | None, connect_kwargs: dict[str, Any],
-                 channel: str = Q.CHANNEL) -> None:
+                 channel: str = Q.CHANNEL, watchdog: Watchdog | None = None,
+                 call_s: float | None = None) -> None:
         #: The channel listened to: ``tenure_jobs`` (new work), or ``tenure_cancel`` (a cancel
         #: request, whose payload is "<schema> <job id>").
         self._channel = channel
         self._conninfo = conninfo
         self._schema = schema
         self._kwargs = connect_kwargs
+        #: Cuts a statement of :meth:`lead`, :meth:`follow` or the (re)connect's set-up that
+        #: outlives its deadline (the thread's, else ``call_s``): on a silent network it would
+        #: block the watch thread, and a stopping worker waiting for it, for good.
+        self._watchdog, self._call_s = watchdog, call_s
         self._conn: psycopg.Connection | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -87,13 +96,14 @@ class PostgresWatcher(LeadingWatcher):
         conn = psycopg.connect(self._conninfo, autocommit=True, **self._kwargs)
         try:
             conn.add_notify_handler(self._on_notify)
-            if self._schema is None:
-                # A SELECT without FROM answers exactly one row.
-                self._schema = conn.execute(Q.CURRENT_SCHEMA).fetchone()[0]  # type: ignore[index]
-            if self._channel != Q.CHANNEL:
-                conn.execute(f"LISTEN {self._channel}")
-            elif self._listen:
-                conn.execute(Q.LISTEN)
+            with self._bounded(conn):
+                if self._schema is None:
+                    # A SELECT without FROM answers exactly one row.
+                    self._schema = conn.execute(Q.CURRENT_SCHEMA).fetchone()[0]  # type: ignore[index]
+                if self._channel != Q.CHANNEL:
+                    conn.execute(f"LISTEN {self._channel}")
+                elif self._listen:
+                    conn.execute(Q.LISTEN)
         except BaseException:
             conn.close()
             raise
@@ -244,6 +254,20 @@ class PostgresWatcher(LeadingWatcher):
                         continue
             return False
 
+    @contextmanager
+    def _bounded(self, conn: psycopg.Connection) -> Iterator[None]:
+        """The statements of the block on ``conn`` answer within the calling thread's deadline
+        (:func:`~.deadline.call_deadline`, which also names the group a stopping worker cuts),
+        else within ``call_s``; past it the watchdog shuts the socket down and the statement
+        raises a psycopg error (the callers drop the connection and reconnect later)."""
+        spec = current_deadline()
+        seconds = spec.seconds if spec is not None else self._call_s
+        if self._watchdog is None or seconds is None or math.isinf(seconds):
+            yield
+            return
+        with self._watchdog.watch(conn.pgconn.socket, seconds, None if spec is None else spec.group):
+            yield
+
     def lead(self, key: str) -> bool:
         with self._lock:
             conn = self._conn
@@ -255,13 +279,14 @@ class PostgresWatcher(LeadingWatcher):
             digest = lead_digest(f"{self._schema}\n{key}")
             keys = (int.from_bytes(digest[:4], "big", signed=True), int.from_bytes(digest[4:], "big", signed=True))
             try:
-                self._finish_cancel(conn)
-                got = bool(conn.execute(TRY_LEAD, keys).fetchone()[0])  # type: ignore[index]
-                if got:
-                    self._lead_conn, self._lead_keys = conn, keys
-                if got != self._listen:  # the waiter hears every change; the others nothing
-                    conn.execute(Q.LISTEN if got else UNLISTEN)
-                    self._listen = got
+                with self._bounded(conn):
+                    self._finish_cancel(conn)
+                    got = bool(conn.execute(TRY_LEAD, keys).fetchone()[0])  # type: ignore[index]
+                    if got:
+                        self._lead_conn, self._lead_keys = conn, keys
+                    if got != self._listen:  # the waiter hears every change; the others nothing
+                        conn.execute(Q.LISTEN if got else UNLISTEN)
+                        self._listen = got
             except psycopg.Error:
                 self._drop()  # reconnects on the next wait
                 return False
@@ -274,11 +299,12 @@ class PostgresWatcher(LeadingWatcher):
                 self._listen = False
                 return
             try:
-                self._finish_cancel(conn)
-                if self._lead_conn is conn and self._lead_keys is not None:
-                    conn.execute(UNLEAD, self._lead_keys)
-                if self._listen:
-                    conn.execute(UNLISTEN)
+                with self._bounded(conn):
+                    self._finish_cancel(conn)
+                    if self._lead_conn is conn and self._lead_keys is not None:
+                        conn.execute(UNLEAD, self._lead_keys)
+                    if self._listen:
+                        conn.execute(UNLISTEN)
             except psycopg.Error:
                 self._drop()
             self._lead_conn = None

@@ -17,36 +17,48 @@ from ._wk import wait_for
 HOUR = 3600.0
 
 
-def _spy(store, monkeypatch) -> list[str]:
-    """What the dispatcher thread did, in order: each claim's start and end (``leased`` when it
-    leased a job), each clean-up that ran."""
+#: The worker's threads that claim: the dispatcher, and on SQLite also the watch thread, which
+#: claims what it hears itself (Producer._claim_here) unless the dispatcher is already awake.
+CLAIMERS = ("tenure-dispatch", "tenure-watch")
+
+
+def _spy(store, monkeypatch) -> list[tuple[str, str]]:
+    """What the claiming threads did, in order, as ``(thread name, step)``: each claim's start and
+    end (``leased`` when it leased a job), each clean-up that ran."""
     import tenure.job_control as jc
 
-    seen: list[str] = []
+    seen: list[tuple[str, str]] = []
     jobs = store._jobs
     real_claim, real_cancel = jobs.claim_many, jc.cancel_abandoned
 
-    def on_dispatcher() -> bool:
-        return threading.current_thread().name == "tenure-dispatch"
+    def claimer() -> str | None:
+        name = threading.current_thread().name
+        return name if name in CLAIMERS else None
 
     def claim_many(*a, **kw):
-        if on_dispatcher():
-            seen.append("claim")
+        who = claimer()
+        if who:
+            seen.append((who, "claim"))
         got = real_claim(*a, **kw)
-        if on_dispatcher():
-            seen.append("leased" if got else "empty")
+        if who:
+            seen.append((who, "leased" if got else "empty"))
         return got
 
     def cancel_abandoned(st, session):
         due = jc.abandoned_due(st)
         out = real_cancel(st, session)
-        if due and on_dispatcher():
-            seen.append("swept")
+        who = claimer()
+        if due and who:
+            seen.append((who, "swept"))
         return out
 
     monkeypatch.setattr(jobs, "claim_many", claim_many)
     monkeypatch.setattr("tenure.jobs.cancel_abandoned", cancel_abandoned)
     return seen
+
+
+def _steps(seen: list[tuple[str, str]]) -> list[str]:
+    return [step for _, step in seen]
 
 
 def test_on_postgres_the_dispatcher_starts_what_it_claimed_before_the_clean_up(engine_url, monkeypatch):
@@ -55,18 +67,23 @@ def test_on_postgres_the_dispatcher_starts_what_it_claimed_before_the_clean_up(e
     w = store.jobs.create_worker({"k": lambda payload, ctx: None}, concurrency=2, poll_interval=HOUR)
     try:
         w.start()
-        wait_for(lambda: "swept" in seen, what="the first clean-up")  # the idle start-up claim's
+        wait_for(lambda: "swept" in _steps(seen), what="the first clean-up")  # the idle start-up claim's
         store._abandoned_next = 0.0  # due again: the next claim's turn runs it
         job = store.jobs.enqueue("k", {"i": 1})
         wait_for(lambda: store.jobs.get(job).state == "done", what="the job done")
-        wait_for(lambda: seen.count("swept") >= 2, what="the second clean-up")
-        trips = list(seen)
-        assert "leased" in trips, trips
-        inside = [trips[i - 1] == "claim" for i, step in enumerate(trips) if step == "swept"]
+        wait_for(lambda: _steps(seen).count("swept") >= 2, what="the second clean-up")
+        record = list(seen)
+        trips = _steps(record)
+        assert "leased" in trips, record
+        # Each clean-up, read on the thread that ran it: right after that thread's claim started?
+        inside = []
+        for who in CLAIMERS:
+            mine = [step for name, step in record if name == who]
+            inside += [mine[i - 1] == "claim" for i, step in enumerate(mine) if step == "swept"]
         if engine_url.startswith("sqlite"):
-            assert all(inside), trips  # SQLite: in the claim, between its start and its answer
+            assert all(inside), record  # SQLite: in the claim, between its start and its answer
         else:
-            assert not any(inside), trips  # PostgreSQL: never inside a claim
+            assert not any(inside), record  # PostgreSQL: never inside a claim
     finally:
         w.stop(grace=2)
         store.close()

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..engine.waiter import LeadingWatcher
 from ..errors import (
@@ -155,15 +155,8 @@ class Producer(Executor):
                 return True
             self.events.mark("watch_claims")
             try:
-                with self._claim_section(), self.store.engine.deadline(self.call_timeout, self._claim_group):
-                    try:
-                        claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want,
-                                                 lease_ms=self.lease_ms, queues=self.queues, cancel=self._stop,
-                                                 instance=self.instance)
-                    except BaseException:
-                        self._start_attempts([], want)
-                        raise
-                    self._start_attempts(claims, want, jobs.limit_held)
+                with self.store.engine.deadline(self.call_timeout, self._claim_group):
+                    claims = self._claim_and_start(jobs, want, sweep=True)
             except OperationWithdrawn:
                 return True
             except Exception as exc:  # noqa: BLE001 - counted; the dispatcher's next turn retries
@@ -175,6 +168,21 @@ class Producer(Executor):
             if len(claims) == want or jobs.rate_wake_at is not None:
                 self._wake.set()
             return True
+
+    def _claim_and_start(self, jobs: Any, want: int, sweep: bool) -> list:
+        """Claim up to ``want`` jobs (the slots reserved for it) and start what came back, inside
+        the claim section; a claim that raises gives its reserved slots back first. The claim is
+        withdrawn when the worker stops (``cancel``)."""
+        with self._claim_section():
+            try:
+                claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want, lease_ms=self.lease_ms,
+                                         queues=self.queues, cancel=self._stop, instance=self.instance,
+                                         sweep=sweep)
+            except BaseException:
+                self._start_attempts([], want)
+                raise
+            self._start_attempts(claims, want, jobs.limit_held)
+        return claims
 
     def _lead_key(self) -> str:
         """The waiter key: workers share a waiter only when a change that wakes one would have
@@ -213,15 +221,7 @@ class Producer(Executor):
                 wake.clear()
                 continue
             try:
-                with self._claim_section():
-                    try:
-                        claims = jobs.claim_many(self.kinds, owner=self.owner, limit=want,
-                                                 lease_ms=self.lease_ms, queues=self.queues, cancel=stop,
-                                                 instance=self.instance, sweep=not sweep_after)
-                    except BaseException:
-                        self._start_attempts([], want)
-                        raise
-                    self._start_attempts(claims, want, jobs.limit_held)
+                claims = self._claim_and_start(jobs, want, sweep=not sweep_after)
             except OperationWithdrawn:
                 return
             except Exception as exc:  # noqa: BLE001 - counted and logged, never swallowed silently

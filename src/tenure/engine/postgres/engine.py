@@ -408,17 +408,7 @@ class PostgresEngine(Engine):
         self._adopted.add(key)
 
     def watcher(self) -> PostgresWatcher:
-        self._live()
-        w = PostgresWatcher(self.conninfo, self.schema, {
-            # Detect a silently dropped connection (a partition, a killed host) within ~30 s.
-            "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3},
-            watchdog=self._watchdog, call_s=self._watch_call_s())
-        with self._lock:
-            if self._closed:
-                w.close()
-                raise StoreClosed("the store is closed")
-            self._watchers.add(w)
-        return w
+        return self._new_watcher(Q.CHANNEL)
 
     def _watch_call_s(self) -> float:
         """The deadline of a watcher's statements when its thread set none: ``call_timeout``,
@@ -428,10 +418,16 @@ class PostgresEngine(Engine):
     def cancel_watcher(self) -> PostgresWatcher:
         """``LISTEN tenure_cancel`` (migration 0010's trigger notifies it when a cancel request
         flags a running job), on a dedicated connection like :meth:`watcher`."""
+        return self._new_watcher(Q.CANCEL_CHANNEL)
+
+    def _new_watcher(self, channel: str) -> PostgresWatcher:
+        """A watcher of ``channel`` on a dedicated connection, its statements under the engine's
+        watchdog, closed with the store."""
         self._live()
         w = PostgresWatcher(self.conninfo, self.schema, {
+            # Detect a silently dropped connection (a partition, a killed host) within ~30 s.
             "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3},
-            channel=Q.CANCEL_CHANNEL, watchdog=self._watchdog, call_s=self._watch_call_s())
+            channel=channel, watchdog=self._watchdog, call_s=self._watch_call_s())
         with self._lock:
             if self._closed:
                 w.close()
